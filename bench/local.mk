@@ -1,0 +1,8 @@
+# Launch benchmarks (issue 2); bench/run builds and runs them.
+noinst_PROGRAMS += bench/spawnbench
+bench_spawnbench_SOURCES = bench/spawnbench.c
+bench_spawnbench_LDADD = libpspawn/libpspawn.la
+# No libtool wrapper script: it would put LD_LIBRARY_PATH in the
+# environment of every task and slow down each exec'd one.
+bench_spawnbench_LDFLAGS = $(AM_LDFLAGS) -no-install
+EXTRA_DIST += bench/genlibs.py bench/README.md

@@ -1,0 +1,310 @@
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+extern char **environ;
+
+int pspawn_attr_init(pspawn_attr_t *attr)
+{
+    struct pspawn_attr_impl *a = calloc(1, sizeof *a);
+    if (!a)
+        return ENOMEM;
+    sigemptyset(&a->sigmask);
+    sigemptyset(&a->sigdef);
+    attr->impl = a;
+    return 0;
+}
+
+void pspawn_attr_destroy(pspawn_attr_t *attr)
+{
+    struct pspawn_attr_impl *a = attr ? attr->impl : NULL;
+    if (!a)
+        return;
+    for (int i = 0; i < a->nactions; i++)
+        free(a->actions[i].path);
+    free(a->actions);
+    free(a->cwd);
+    free(a);
+    attr->impl = NULL;
+}
+
+static int add_action(pspawn_attr_t *attr, struct attr_action act)
+{
+    struct pspawn_attr_impl *a = attr->impl;
+    if (!a)
+        return EINVAL;
+    if (act.fd < 0 || (act.kind == AA_DUP2 && act.srcfd < 0))
+        return EBADF;
+    if (a->nactions >= PSPAWN_FD_MAX)
+        return ENOMEM;
+    if (a->nactions == a->cap) {
+        int cap = a->cap ? 2 * a->cap : 8;
+        struct attr_action *n = realloc(a->actions, cap * sizeof *n);
+        if (!n)
+            return ENOMEM;
+        a->actions = n;
+        a->cap = cap;
+    }
+    a->actions[a->nactions++] = act;
+    return 0;
+}
+
+int pspawn_attr_addopen(pspawn_attr_t *attr, int fd, const char *path,
+                        int oflag, mode_t mode)
+{
+    char *p = strdup(path);
+    if (!p)
+        return ENOMEM;
+    int err = add_action(attr, (struct attr_action){ AA_OPEN, fd, -1, oflag, mode, p });
+    if (err)
+        free(p);
+    return err;
+}
+
+int pspawn_attr_adddup2(pspawn_attr_t *attr, int fd, int newfd)
+{
+    return add_action(attr, (struct attr_action){ AA_DUP2, newfd, fd, 0, 0, NULL });
+}
+
+int pspawn_attr_addclose(pspawn_attr_t *attr, int fd)
+{
+    return add_action(attr, (struct attr_action){ AA_CLOSE, fd, -1, 0, 0, NULL });
+}
+
+int pspawn_attr_addinherit(pspawn_attr_t *attr, int fd)
+{
+    return add_action(attr, (struct attr_action){ AA_DUP2, fd, fd, 0, 0, NULL });
+}
+
+int pspawn_attr_setcwd(pspawn_attr_t *attr, const char *path)
+{
+    struct pspawn_attr_impl *a = attr->impl;
+    if (!a || !path)
+        return EINVAL;
+    if (strlen(path) >= PATH_MAX)
+        return ENAMETOOLONG;
+    char *p = strdup(path);
+    if (!p)
+        return ENOMEM;
+    free(a->cwd);
+    a->cwd = p;
+    a->set |= ATTR_CWD;
+    return 0;
+}
+
+int pspawn_attr_setcpuset(pspawn_attr_t *attr, size_t setsize, const cpu_set_t *set)
+{
+    struct pspawn_attr_impl *a = attr->impl;
+    if (!a || !set)
+        return EINVAL;
+    memset(a->cpuset, 0, sizeof a->cpuset);
+    memcpy(a->cpuset, set, setsize < sizeof a->cpuset ? setsize : sizeof a->cpuset);
+    a->set |= ATTR_CPUSET;
+    return 0;
+}
+
+int pspawn_attr_setsigmask(pspawn_attr_t *attr, const sigset_t *mask)
+{
+    if (!attr->impl || !mask)
+        return EINVAL;
+    attr->impl->sigmask = *mask;
+    attr->impl->set |= ATTR_SIGMASK;
+    return 0;
+}
+
+int pspawn_attr_setsigdefault(pspawn_attr_t *attr, const sigset_t *set)
+{
+    if (!attr->impl || !set)
+        return EINVAL;
+    attr->impl->sigdef = *set;
+    attr->impl->set |= ATTR_SIGDEF;
+    return 0;
+}
+
+int pspawn_attr_setpgroup(pspawn_attr_t *attr, pid_t pgid)
+{
+    if (!attr->impl || pgid < 0)
+        return EINVAL;
+    attr->impl->pgroup = pgid;
+    attr->impl->set |= ATTR_PGROUP;
+    return 0;
+}
+
+int pspawn_attr_setsid(pspawn_attr_t *attr)
+{
+    if (!attr->impl)
+        return EINVAL;
+    attr->impl->set |= ATTR_SETSID;
+    return 0;
+}
+
+int pspawn_attr_setumask(pspawn_attr_t *attr, mode_t mask)
+{
+    if (!attr->impl)
+        return EINVAL;
+    attr->impl->umask = mask & 0777;
+    attr->impl->set |= ATTR_UMASK;
+    return 0;
+}
+
+int pspawn_attr_setrlimit(pspawn_attr_t *attr, int resource, const struct rlimit *rlim)
+{
+    struct pspawn_attr_impl *a = attr->impl;
+    if (!a || !rlim || resource < 0 || resource >= RLIM_NLIMITS)
+        return EINVAL;
+    int i;
+    for (i = 0; i < a->nrlimits; i++)
+        if (a->rlimits[i].resource == resource)
+            break;
+    a->rlimits[i] = (struct wire_rlimit){ resource, 0, rlim->rlim_cur, rlim->rlim_max };
+    if (i == a->nrlimits)
+        a->nrlimits++;
+    return 0;
+}
+
+int pspawn_attr_setflags(pspawn_attr_t *attr, unsigned flags)
+{
+    if (!attr->impl || (flags & ~(PSPAWN_PIDFD | PSPAWN_FORCE_EXEC)))
+        return EINVAL;
+    attr->impl->flags = flags;
+    return 0;
+}
+
+/* The caller's umask, read without changing it (umask(2) twice would race
+ * with threads creating files). */
+static mode_t current_umask(void)
+{
+    FILE *f = fopen("/proc/self/status", "re");
+    char line[256];
+    unsigned m = 022;
+    int found = 0;
+    if (f) {
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "Umask: %o", &m) == 1) {
+                found = 1;
+                break;
+            }
+        fclose(f);
+    }
+    if (!found) {
+        mode_t old = umask(022);
+        umask(old);
+        m = old;
+    }
+    return (mode_t)m;
+}
+
+static int source_index(struct call *c, int fd)
+{
+    for (int i = 0; i < c->nfds; i++)
+        if (c->fds[i] == fd)
+            return i;
+    if (c->nfds >= PSPAWN_FD_MAX)
+        return -1;
+    c->fds[c->nfds] = fd;
+    return c->nfds++;
+}
+
+static int add_dup2(struct call *c, int src, int target)
+{
+    if (fcntl(src, F_GETFD) < 0)
+        return EBADF;
+    int k = source_index(c, src);
+    if (k < 0)
+        return ENOMEM;
+    c->actions[c->nactions++] = (struct child_action){ FA_DUP2, target, k, 0, 0, NULL };
+    return 0;
+}
+
+int pspawn_call_init(struct call *c, const pspawn_attr_t *attrp, char *const envp[])
+{
+    const struct pspawn_attr_impl *a = attrp ? attrp->impl : NULL;
+    memset(c, 0, offsetof(struct call, actions));
+    c->nactions = c->nfds = 0;
+    c->attr = a;
+    c->user_flags = a ? a->flags : 0;
+    c->envp = envp ? envp : environ;
+
+    sigset_t cur;
+    pthread_sigmask(SIG_BLOCK, NULL, &cur);
+    c->sigmask = pspawn_sigset_to_u64(a && (a->set & ATTR_SIGMASK) ? &a->sigmask : &cur);
+    c->sigdef = a && (a->set & ATTR_SIGDEF) ? pspawn_sigset_to_u64(&a->sigdef) : 0;
+    for (int sig = 1; sig <= 64; sig++) {
+        struct sigaction sa;
+        if (sig == SIGKILL || sig == SIGSTOP || sigaction(sig, NULL, &sa) < 0)
+            continue;
+        uint64_t bit = UINT64_C(1) << (sig - 1);
+        if (sa.sa_handler == SIG_IGN)
+            c->ignored |= bit;
+        else if (sa.sa_handler != SIG_DFL)
+            c->handled |= bit;
+    }
+    c->ignored &= ~c->sigdef;
+
+    if (a && (a->set & ATTR_CWD)) {
+        snprintf(c->cwd, sizeof c->cwd, "%s", a->cwd);
+        c->flags |= REQ_CWD;
+    } else if (getcwd(c->cwd, sizeof c->cwd)) {
+        c->flags |= REQ_CWD;
+    }
+    c->umask = a && (a->set & ATTR_UMASK) ? a->umask : current_umask();
+    c->flags |= REQ_UMASK;
+    if (a && (a->set & ATTR_SETSID))
+        c->flags |= REQ_SETSID;
+    else if (a && (a->set & ATTR_PGROUP)) {
+        c->flags |= REQ_SETPGROUP;
+        c->pgroup = a->pgroup;
+    }
+    if (a && (a->set & ATTR_CPUSET)) {
+        memcpy(c->cpuset, a->cpuset, sizeof c->cpuset);
+        c->have_cpuset = 1;
+    } else if (sched_getaffinity(0, sizeof c->cpuset, (cpu_set_t *)c->cpuset) == 0) {
+        c->have_cpuset = 1;
+    }
+    for (int r = 0; r < RLIM_NLIMITS; r++) {
+        struct rlimit rl;
+        if (getrlimit(r, &rl) == 0)
+            c->rlimits[c->nrlimits++] = (struct wire_rlimit){ r, 0, rl.rlim_cur, rl.rlim_max };
+    }
+    if (a)
+        for (int i = 0; i < a->nrlimits; i++)
+            for (int j = 0; j < c->nrlimits; j++)
+                if (c->rlimits[j].resource == a->rlimits[i].resource)
+                    c->rlimits[j] = a->rlimits[i];
+
+    /* Fds: the caller's 0-2 (where open), then the actions in order. */
+    for (int fd = 0; fd <= 2; fd++)
+        if (fcntl(fd, F_GETFD) >= 0)
+            add_dup2(c, fd, fd);
+    for (int i = 0; a && i < a->nactions; i++) {
+        const struct attr_action *x = &a->actions[i];
+        int err = 0;
+        switch (x->kind) {
+        case AA_OPEN:
+            c->actions[c->nactions++] = (struct child_action){
+                FA_OPEN, x->fd, -1, x->oflag, x->mode, x->path };
+            break;
+        case AA_DUP2:
+        case AA_INHERIT:
+            err = add_dup2(c, x->srcfd, x->fd);
+            break;
+        case AA_CLOSE:
+            c->actions[c->nactions++] = (struct child_action){ FA_CLOSE, x->fd, -1, 0, 0, NULL };
+            break;
+        }
+        if (err)
+            return err;
+    }
+    return 0;
+}

@@ -1,0 +1,219 @@
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "child.h"
+
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+
+struct kernel_sigaction {
+    void *handler;
+    unsigned long flags;
+    void *restorer;
+    uint64_t mask;
+};
+
+int pspawn_child_sigdisp(int sig, int ignore)
+{
+    struct kernel_sigaction ksa;
+    memset(&ksa, 0, sizeof ksa);
+    ksa.handler = ignore ? (void *)SIG_IGN : (void *)SIG_DFL;
+    if (syscall(SYS_rt_sigaction, sig, &ksa, NULL, sizeof(uint64_t)) < 0)
+        return errno;
+    return 0;
+}
+
+void pspawn_child_sigmask(uint64_t mask)
+{
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &mask, NULL, sizeof mask);
+}
+
+static int apply_signals(const struct child_setup *s)
+{
+    for (int sig = 1; sig <= 64; sig++) {
+        uint64_t bit = UINT64_C(1) << (sig - 1);
+        if (sig == SIGKILL || sig == SIGSTOP)
+            continue;
+        if (s->sig_default & bit)
+            pspawn_child_sigdisp(sig, 0);
+        else if (s->sig_ignore & bit)
+            pspawn_child_sigdisp(sig, 1);
+    }
+    return 0;
+}
+
+static int max_target(const struct child_setup *s)
+{
+    int hi = 2;
+    for (int i = 0; i < s->nactions; i++)
+        if (s->actions[i].fd > hi)
+            hi = s->actions[i].fd;
+    return hi;
+}
+
+/* Move every fd that must outlive the actions above all targets, so that
+ * no action can clobber a descriptor still to be used. */
+static int move_fds_up(struct child_setup *s, int floor)
+{
+    for (int i = 0; i < s->nfds; i++) {
+        if (s->fds[i] < 0 || s->fds[i] >= floor)
+            continue;
+        int nfd = fcntl(s->fds[i], F_DUPFD_CLOEXEC, floor);
+        if (nfd < 0)
+            return errno;
+        /* Other slots may name the same fd (one source, two targets). */
+        int old = s->fds[i];
+        for (int j = i; j < s->nfds; j++)
+            if (s->fds[j] == old)
+                s->fds[j] = nfd;
+    }
+    return 0;
+}
+
+static int apply_actions(struct child_setup *s)
+{
+    for (int i = 0; i < s->nactions; i++) {
+        const struct child_action *a = &s->actions[i];
+        switch (a->kind) {
+        case FA_OPEN: {
+            int fd = open(a->path, a->oflag, a->mode);
+            if (fd < 0)
+                return errno;
+            if (fd != a->fd) {
+                if (dup2(fd, a->fd) < 0) {
+                    int e = errno;
+                    close(fd);
+                    return e;
+                }
+                close(fd);
+            }
+            if ((a->oflag & O_CLOEXEC) && s->emulate_cloexec)
+                close(a->fd);
+            break;
+        }
+        case FA_DUP2:
+            if (a->src < 0 || a->src >= s->nfds)
+                return EBADF;
+            if (dup2(s->fds[a->src], a->fd) < 0)
+                return errno;
+            break;
+        case FA_CLOSE:
+            close(a->fd);
+            break;
+        default:
+            return EINVAL;
+        }
+    }
+    return 0;
+}
+
+int pspawn_child_setup(struct child_setup *s)
+{
+    int err;
+
+    apply_signals(s);
+    if (s->flags & REQ_SETSID) {
+        if (setsid() < 0)
+            return errno;
+    } else if (s->flags & REQ_SETPGROUP) {
+        if (setpgid(0, s->pgroup) < 0)
+            return errno;
+    }
+    /* cwd first, so that relative paths of open actions resolve in the
+     * task's working directory. */
+    if ((s->flags & REQ_CWD) && chdir(s->cwd) < 0)
+        return errno;
+    if ((err = move_fds_up(s, max_target(s) + 1)))
+        return err;
+    if ((err = apply_actions(s)))
+        return err;
+    if (s->flags & REQ_UMASK)
+        umask(s->umask);
+    for (int i = 0; i < s->nrlimits; i++) {
+        struct rlimit rl = { s->rlimits[i].cur, s->rlimits[i].max };
+        if (setrlimit(s->rlimits[i].resource, &rl) < 0)
+            return errno;
+    }
+    if (s->cpuset && sched_setaffinity(0, PSPAWN_CPUSET_BYTES,
+                                       (const cpu_set_t *)s->cpuset) < 0)
+        return errno;
+    return 0;
+}
+
+int pspawn_child_keep_list(const struct child_setup *s, const int *extra,
+                           int nextra, int *keep)
+{
+    int n = 0;
+    /* A target is kept unless a later action closed it. */
+    for (int i = 0; i < s->nactions; i++) {
+        const struct child_action *a = &s->actions[i];
+        int dup = 0;
+        for (int k = 0; k < n; k++)
+            if (keep[k] == a->fd)
+                dup = 1;
+        if (a->kind == FA_CLOSE || ((a->kind == FA_OPEN) &&
+                                    (a->oflag & O_CLOEXEC) && s->emulate_cloexec)) {
+            for (int k = 0; k < n; k++)
+                if (keep[k] == a->fd)
+                    keep[k] = keep[--n];
+            continue;
+        }
+        if (!dup)
+            keep[n++] = a->fd;
+    }
+    for (int i = 0; i < nextra; i++) {
+        int dup = 0;
+        for (int k = 0; k < n; k++)
+            if (keep[k] == extra[i])
+                dup = 1;
+        if (!dup && extra[i] >= 0)
+            keep[n++] = extra[i];
+    }
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+            int t = keep[j];
+            keep[j] = keep[j - 1];
+            keep[j - 1] = t;
+        }
+    return n;
+}
+
+static void close_span(unsigned lo, unsigned hi)
+{
+    if (lo > hi)
+        return;
+    if (syscall(SYS_close_range, lo, hi, 0) == 0)
+        return;
+    /* Kernels before 5.9: close one by one up to the fd limit. */
+    struct rlimit rl;
+    unsigned max = 65536;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        rl.rlim_cur < max)
+        max = (unsigned)rl.rlim_cur;
+    for (unsigned fd = lo; fd <= hi && fd < max; fd++)
+        close((int)fd);
+}
+
+void pspawn_child_close_others(const int *keep, int nkeep)
+{
+    unsigned lo = 0;
+    for (int i = 0; i < nkeep; i++) {
+        if (keep[i] < 0 || (unsigned)keep[i] < lo)
+            continue;
+        if ((unsigned)keep[i] > lo)
+            close_span(lo, (unsigned)keep[i] - 1);
+        lo = (unsigned)keep[i] + 1;
+    }
+    close_span(lo, ~0u);
+}

@@ -1,0 +1,67 @@
+/*
+ * What a new task does to itself between its creation and main() (zygote
+ * path) or execve() (exec path).  Everything here is async-signal-safe and
+ * allocation-free: it runs in a clone of the zygote and on the vfork stack
+ * of the exec path.  Failures are returned as an errno, never reported
+ * here: each caller has its one channel for that.
+ */
+#ifndef PSPAWN_CHILD_H
+#define PSPAWN_CHILD_H
+
+#include <sched.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "protocol.h"
+
+struct child_action {
+    int kind;               /* enum fa_kind */
+    int fd;                 /* target */
+    int src;                /* FA_DUP2: index into child_setup.fds */
+    int oflag;
+    mode_t mode;
+    const char *path;
+};
+
+struct child_setup {
+    unsigned flags;         /* REQ_* */
+    mode_t umask;
+    pid_t pgroup;
+    const char *cwd;
+    const unsigned char *cpuset;        /* PSPAWN_CPUSET_BYTES, or NULL */
+    const struct wire_rlimit *rlimits;
+    int nrlimits;
+    const struct child_action *actions;
+    int nactions;
+    /* Fds that must survive the file actions: the sources of FA_DUP2 and
+     * the caller's own channels.  Moved above every target and updated in
+     * place (close-on-exec set). */
+    int *fds;
+    int nfds;
+    uint64_t sig_default;   /* set to SIG_DFL (bit n-1 = signal n) */
+    uint64_t sig_ignore;    /* set to SIG_IGN */
+    /* An fd opened with O_CLOEXEC is closed again, as exec would. */
+    int emulate_cloexec;
+};
+
+/* Apply S to the calling process: signals, session or process group, fds,
+ * cwd, umask, rlimits, CPU set, in that order.  Returns 0 or an errno. */
+int pspawn_child_setup(struct child_setup *s);
+
+/* Collect the fds a task keeps after setup: every target left open by the
+ * actions of S, plus EXTRA[0..NEXTRA).  KEEP must hold nactions + nextra
+ * entries; returns how many were stored, sorted ascending. */
+int pspawn_child_keep_list(const struct child_setup *s, const int *extra,
+                           int nextra, int *keep);
+
+/* Close every fd except KEEP[0..NKEEP) (sorted ascending). */
+void pspawn_child_close_others(const int *keep, int nkeep);
+
+/* Set signal SIG's disposition to SIG_DFL or SIG_IGN with the raw system
+ * call (glibc refuses its own reserved signals). */
+int pspawn_child_sigdisp(int sig, int ignore);
+
+/* Set the signal mask from a 64-bit set (bit n-1 = signal n). */
+void pspawn_child_sigmask(uint64_t mask);
+
+#endif

@@ -1,0 +1,395 @@
+/* Contexts: starting, watching and stopping a program's zygote. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef PSPAWN_PROXY_PATH
+#define PSPAWN_PROXY_PATH "libpspawn-proxy.so"
+#endif
+
+extern char **environ;
+
+void pspawn_debug(const struct pspawn_zygote *z, const char *fmt, ...)
+{
+    if (!z->debug)
+        return;
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "libpspawn: %s: %s\n", z->prog.path ? z->prog.path : "?", buf);
+}
+
+void pspawn_fallback(struct pspawn_zygote *z, int for_good, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(z->reason, sizeof z->reason, fmt, ap);
+    va_end(ap);
+    z->have_reason = 1;
+    if (for_good)
+        z->fallback = 1;
+    pspawn_debug(z, "exec fallback: %s", z->reason);
+}
+
+static int reap_zygote(struct pspawn_zygote *z, int *status)
+{
+    pid_t r;
+    while ((r = waitpid(z->zpid, status, 0)) < 0 && errno == EINTR)
+        ;
+    return r == z->zpid;
+}
+
+static void close_channels(struct pspawn_zygote *z)
+{
+    if (z->sock >= 0)
+        close(z->sock);
+    if (z->report_r >= 0)
+        close(z->report_r);
+    if (z->pidfd >= 0)
+        close(z->pidfd);
+    z->sock = z->report_r = z->pidfd = -1;
+}
+
+/* The zygote is gone or useless: kill it if asked, reap it, and use exec
+ * from now on. */
+void pspawn_zygote_lost(struct pspawn_zygote *z, int kill_it)
+{
+    if (z->zpid > 0) {
+        if (kill_it)
+            kill(z->zpid, SIGKILL);
+        int st;
+        reap_zygote(z, &st);
+        z->zpid = -1;
+    }
+    close_channels(z);
+    z->fallback = 1;
+}
+
+static const char *proxy_path(void)
+{
+    const char *p = getenv("PSPAWN_PROXY");
+    return p && *p ? p : PSPAWN_PROXY_PATH;
+}
+
+/* The zygote's environment: the caller's, with the proxy appended to its
+ * LD_PRELOAD, lazy binding done at load, and the user's values of both
+ * kept so the proxy can put them back before main. */
+static char **zygote_environ(int sock_fd, int report_fd)
+{
+    size_t n = 0;
+    while (environ && environ[n])
+        n++;
+    char **env = calloc(n + 8, sizeof *env);
+    if (!env)
+        return NULL;
+    const char *user_preload = NULL, *user_bindnow = NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strncmp(environ[i], "LD_PRELOAD=", 11) == 0)
+            user_preload = environ[i] + 11;
+        else if (strncmp(environ[i], "LD_BIND_NOW=", 12) == 0)
+            user_bindnow = environ[i] + 12;
+        else if (strncmp(environ[i], "PSPAWN_ZYGOTE_", 14) != 0 &&
+                 strncmp(environ[i], PSPAWN_ENV_FLOOR "=", sizeof PSPAWN_ENV_FLOOR) != 0)
+            env[k++] = strdup(environ[i]);
+    }
+    const char *proxy = proxy_path();
+    if (user_preload && *user_preload)
+        asprintf(&env[k++], "LD_PRELOAD=%s %s", user_preload, proxy);
+    else
+        asprintf(&env[k++], "LD_PRELOAD=%s", proxy);
+    asprintf(&env[k++], "LD_BIND_NOW=1");
+    if (user_preload)
+        asprintf(&env[k++], PSPAWN_ENV_PRELOAD "=%s", user_preload);
+    if (user_bindnow)
+        asprintf(&env[k++], PSPAWN_ENV_BINDNOW "=%s", user_bindnow);
+    asprintf(&env[k++], PSPAWN_ENV_SOCK "=%d", sock_fd);
+    asprintf(&env[k++], PSPAWN_ENV_REPORT "=%d", report_fd);
+    env[k] = NULL;
+    for (size_t i = 0; i < k; i++)
+        if (!env[i]) {
+            for (size_t j = 0; j < k; j++)
+                free(env[j]);
+            free(env);
+            return NULL;
+        }
+    return env;
+}
+
+static void free_environ(char **env)
+{
+    for (size_t i = 0; env && env[i]; i++)
+        free(env[i]);
+    free(env);
+}
+
+static int start_timeout_ms(const struct pspawn_zygote *z)
+{
+    /* Loading a program with a thousand libraries from a slow file system
+     * can take minutes; only then is a silent zygote a hung one. */
+    int t = 4 * z->timeout_ms;
+    return t < 120000 ? 120000 : t;
+}
+
+static int start_zygote(struct pspawn_zygote *z, int core)
+{
+    const char *proxy = proxy_path();
+    if (access(proxy, R_OK) < 0) {
+        pspawn_fallback(z, 1, "proxy library %s not found (%s)", proxy, strerror(errno));
+        return 0;
+    }
+    /* The zygote's channels sit just below the fd limit, far from the
+     * numbers a constructor would get. */
+    struct rlimit rl;
+    int top = 1024;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 1024)
+        top = (int)rl.rlim_cur;
+    int zsock_fd = top - 1, zreport_fd = top - 2;
+
+    int sv[2], rep[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+        return errno;
+    if (pipe2(rep, O_CLOEXEC) < 0) {
+        int e = errno;
+        close(sv[0]);
+        close(sv[1]);
+        return e;
+    }
+    char **env = zygote_environ(zsock_fd, zreport_fd);
+    if (!env) {
+        close(sv[0]); close(sv[1]); close(rep[0]); close(rep[1]);
+        return ENOMEM;
+    }
+
+    struct child_action actions[5];
+    int fds[5], nfds = 0, nact = 0;
+    for (int fd = 0; fd <= 2; fd++)
+        if (fcntl(fd, F_GETFD) >= 0) {
+            fds[nfds] = fd;
+            actions[nact++] = (struct child_action){ FA_DUP2, fd, nfds++, 0, 0, NULL };
+        }
+    fds[nfds] = sv[1];
+    actions[nact++] = (struct child_action){ FA_DUP2, zsock_fd, nfds++, 0, 0, NULL };
+    fds[nfds] = rep[1];
+    actions[nact++] = (struct child_action){ FA_DUP2, zreport_fd, nfds++, 0, 0, NULL };
+    unsigned char cpuset[PSPAWN_CPUSET_BYTES];
+    memset(cpuset, 0, sizeof cpuset);
+    if (core >= 0 && core < PSPAWN_CPUSET_BYTES * 8)
+        cpuset[core / 8] |= (unsigned char)(1u << (core % 8));
+    /* Every signal starts at its default in the zygote, so that at park
+     * time a non-default disposition is one a constructor set. */
+    struct child_setup s = {
+        .actions = actions, .nactions = nact, .fds = fds, .nfds = nfds,
+        .sig_default = ~UINT64_C(0),
+        .cpuset = core >= 0 ? cpuset : NULL,
+    };
+    char *argv[] = { z->prog.path, NULL };
+    pid_t pid;
+    int err = pspawn_exec_setup(&pid, z->prog.path, &s, 0, argv, env);
+    free_environ(env);
+    close(sv[1]);
+    close(rep[1]);
+    if (err) {
+        close(sv[0]);
+        close(rep[0]);
+        pspawn_fallback(z, 1, "could not start the zygote: %s", strerror(err));
+        return 0;
+    }
+    z->zpid = pid;
+    z->sock = sv[0];
+    z->report_r = rep[0];
+    z->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (z->pidfd >= 0)
+        fcntl(z->pidfd, F_SETFD, FD_CLOEXEC);
+
+    struct zygote_ready ready;
+    struct pollfd pfd = { z->sock, POLLIN, 0 };
+    int pr;
+    while ((pr = poll(&pfd, 1, start_timeout_ms(z))) < 0 && errno == EINTR)
+        ;
+    ssize_t got = pr > 0 ? recv(z->sock, &ready, sizeof ready, 0) : -1;
+    if (got != (ssize_t)sizeof ready || ready.magic != PSPAWN_MAGIC) {
+        int st = 0;
+        if (pr == 0) {
+            kill(pid, SIGKILL);
+        }
+        z->zpid = -1;
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+            ;
+        close_channels(z);
+        if (pr == 0)
+            pspawn_fallback(z, 1, "zygote stopped answering during startup (%d ms)",
+                            start_timeout_ms(z));
+        else if (WIFSIGNALED(st))
+            pspawn_fallback(z, 1, "zygote died during startup (signal %d)", WTERMSIG(st));
+        else
+            pspawn_fallback(z, 1, "zygote died during startup (exit status %d)",
+                            WEXITSTATUS(st));
+        return 0;
+    }
+    if (ready.status != ZYGOTE_PARKED) {
+        pspawn_zygote_lost(z, 0);
+        if (ready.status == ZYGOTE_THREADED)
+            pspawn_fallback(z, 1, "zygote has %d threads at main (a constructor started a "
+                            "thread; fork would copy only one)", ready.detail);
+        else
+            pspawn_fallback(z, 1, "program does not start through __libc_start_main "
+                            "(not a glibc program): no place to park it");
+        return 0;
+    }
+    if (getcwd(z->zygote_cwd, sizeof z->zygote_cwd) == NULL)
+        z->zygote_cwd[0] = 0;
+    pspawn_debug(z, "zygote %d parked", (int)pid);
+    return 0;
+}
+
+int pspawn_context_create(pspawn_context_t *ctx, const char *path, int core)
+{
+    if (!ctx || !path)
+        return EINVAL;
+    ctx->impl = NULL;
+    struct pspawn_zygote *z = calloc(1, sizeof *z);
+    if (!z)
+        return ENOMEM;
+    z->zpid = -1;
+    z->sock = z->report_r = z->pidfd = -1;
+    z->debug = pspawn_env_true("PSPAWN_DEBUG");
+    z->timeout_ms = 10000;
+    const char *t = getenv("PSPAWN_TIMEOUT");
+    if (t && *t) {
+        double s = strtod(t, NULL);
+        if (s > 0)
+            z->timeout_ms = (int)(s * 1000);
+    }
+    int err = pspawn_program_inspect(&z->prog, path);
+    if (err) {
+        free(z);
+        return err;
+    }
+    if (z->prog.fallback)
+        pspawn_fallback(z, 1, "%s", z->prog.fallback);
+    else if (pspawn_env_true("PSPAWN_FORCE_EXEC"))
+        pspawn_fallback(z, 1, "PSPAWN_FORCE_EXEC is set");
+    else if ((err = start_zygote(z, core))) {
+        pspawn_program_free(&z->prog);
+        free(z);
+        return err;
+    }
+    ctx->impl = z;
+    return 0;
+}
+
+void pspawn_context_destroy(pspawn_context_t *ctx)
+{
+    if (!ctx || !ctx->impl)
+        return;
+    struct pspawn_zygote *z = ctx->impl;
+    /* The zygote holds no task and no state worth a clean exit: its
+     * destructors must not run, since main never did. */
+    if (z->zpid > 0)
+        pspawn_zygote_lost(z, 1);
+    close_channels(z);
+    pspawn_program_free(&z->prog);
+    free(z);
+    ctx->impl = NULL;
+}
+
+const char *pspawn_context_reason(const pspawn_context_t *ctx)
+{
+    return ctx && ctx->impl && ctx->impl->have_reason ? ctx->impl->reason : NULL;
+}
+
+int pspawn_context_uses_zygote(const pspawn_context_t *ctx)
+{
+    return ctx && ctx->impl && !ctx->impl->fallback && ctx->impl->zpid > 0;
+}
+
+pid_t pspawn_context_zygote_pid(const pspawn_context_t *ctx)
+{
+    return ctx && ctx->impl && ctx->impl->zpid > 0 ? ctx->impl->zpid : -1;
+}
+
+void pspawn_context_set_timeout(pspawn_context_t *ctx, int timeout_ms)
+{
+    if (ctx && ctx->impl && timeout_ms > 0)
+        ctx->impl->timeout_ms = timeout_ms;
+}
+
+/* ---- the paper's calls and their extended forms ---------------------- */
+
+int pspawn_vector(pspawn_context_t *ctx, pspawn_task_t *tasks, size_t n,
+                  const pspawn_attr_t *attr, char *const envp[])
+{
+    if (!ctx || !ctx->impl || (!tasks && n))
+        return EINVAL;
+    struct call *c = malloc(sizeof *c);
+    if (!c)
+        return ENOMEM;
+    int err = pspawn_call_init(c, attr, envp);
+    if (!err)
+        err = pspawn_run_vector(ctx->impl, tasks, n, c);
+    free(c);
+    return err;
+}
+
+int pspawn_n_ex(pid_t *pids, pspawn_context_t *ctx, int n, const pspawn_attr_t *attr,
+                char *const argv[], char *const envp[])
+{
+    if (n < 0 || !pids || !argv)
+        return EINVAL;
+    pspawn_task_t *tasks = calloc(n ? (size_t)n : 1, sizeof *tasks);
+    if (!tasks)
+        return ENOMEM;
+    for (int i = 0; i < n; i++)
+        tasks[i].argv = argv;
+    int err = pspawn_vector(ctx, tasks, (size_t)n, attr, envp);
+    for (int i = 0; i < n; i++)
+        pids[i] = tasks[i].pid;
+    free(tasks);
+    return err;
+}
+
+int pspawn_ex(pid_t *pid, pspawn_context_t *ctx, const pspawn_attr_t *attr,
+              char *const argv[], char *const envp[])
+{
+    pid_t p = -1;
+    int err = pspawn_n_ex(&p, ctx, 1, attr, argv, envp);
+    if (!err && pid)
+        *pid = p;
+    return err;
+}
+
+int pspawn_n(pid_t *pids, pspawn_context_t *ctx, int n, char *const argv[])
+{
+    return pspawn_n_ex(pids, ctx, n, NULL, argv, NULL);
+}
+
+pid_t pspawn(pspawn_context_t *ctx, char *const argv[])
+{
+    pid_t pid;
+    int err = pspawn_ex(&pid, ctx, NULL, argv, NULL);
+    if (err) {
+        errno = err;
+        return -1;
+    }
+    return pid;
+}

@@ -1,0 +1,112 @@
+/* The plain exec path: the reference that the zygote path must match, and
+ * its fallback.  Like glibc's and musl's posix_spawn, the child shares the
+ * caller's memory (CLONE_VM|CLONE_VFORK) and reports a failure by writing
+ * its errno into that memory before exiting. */
+#include "config.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+struct exec_args {
+    const char *path;
+    char *const *argv;
+    char *const *envp;
+    struct child_setup *setup;
+    uint64_t sigmask;
+    volatile int err;
+};
+
+static int exec_child(void *p)
+{
+    struct exec_args *a = p;
+    int keep[PSPAWN_FD_MAX + 8];
+    int err = pspawn_child_setup(a->setup);
+    if (!err) {
+        int nkeep = pspawn_child_keep_list(a->setup, NULL, 0, keep);
+        pspawn_child_close_others(keep, nkeep);
+        pspawn_child_sigmask(a->sigmask);
+        execve(a->path, a->argv, a->envp);
+        err = errno;
+    }
+    a->err = err;
+    _exit(127);
+}
+
+int pspawn_exec_setup(pid_t *pidp, const char *path, struct child_setup *s,
+                      uint64_t sigmask, char *const argv[], char *const envp[])
+{
+    struct exec_args a = { path, argv, envp, s, sigmask, 0 };
+    size_t stack_size = 64 * 1024;
+    char *stack = mmap(NULL, stack_size, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (stack == MAP_FAILED)
+        return errno;
+    /* No handler of the caller may run on the child's stack in shared
+     * memory: block everything until the child has reset them. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    pid_t pid = clone(exec_child, stack + stack_size, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
+    int err = pid < 0 ? errno : 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    munmap(stack, stack_size);
+    if (err)
+        return err;
+    if (a.err) {
+        int st;
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+            ;
+        return a.err;
+    }
+    *pidp = pid;
+    return 0;
+}
+
+int pspawn_exec_task(pid_t *pid, const char *path, const struct call *c,
+                     const unsigned char *cpuset, char *const argv[], char *const envp[])
+{
+    int fds[PSPAWN_FD_MAX];
+    memcpy(fds, c->fds, c->nfds * sizeof(int));
+    struct child_setup s = {
+        .flags = c->flags,
+        .umask = c->umask,
+        .pgroup = c->pgroup,
+        .cwd = c->cwd,
+        .cpuset = cpuset ? cpuset : (c->have_cpuset ? c->cpuset : NULL),
+        .rlimits = c->rlimits,
+        .nrlimits = c->nrlimits,
+        .actions = c->actions,
+        .nactions = c->nactions,
+        .fds = fds,
+        .nfds = c->nfds,
+        /* exec resets handled signals itself, but the child must not run
+         * the caller's handlers before it gets there. */
+        .sig_default = c->handled | (c->sigdef & ~c->ignored),
+        .sig_ignore = 0,
+        .emulate_cloexec = 0,
+    };
+    /* sigdef also resets signals the caller ignores. */
+    s.sig_default |= c->sigdef;
+    return pspawn_exec_setup(pid, path, &s, c->sigmask, argv, envp);
+}
+
+int pspawn_exec(pid_t *pid, const char *path, const pspawn_attr_t *attr,
+                char *const argv[], char *const envp[])
+{
+    struct call *c = malloc(sizeof *c);
+    if (!c)
+        return ENOMEM;
+    int err = pspawn_call_init(c, attr, envp);
+    if (!err)
+        err = pspawn_exec_task(pid, path, c, NULL, argv, c->envp);
+    free(c);
+    return err;
+}

@@ -1,0 +1,287 @@
+/* What exec would make of a program, found out without exec'ing it. */
+#include "config.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#if defined(__x86_64__)
+#define HOST_MACHINE EM_X86_64
+#elif defined(__aarch64__)
+#define HOST_MACHINE EM_AARCH64
+#elif defined(__powerpc64__)
+#define HOST_MACHINE EM_PPC64
+#else
+#define HOST_MACHINE EM_NONE
+#endif
+
+#define BINPRM_BUF_SIZE 256
+#define MAX_ARG_STRLEN (32 * 4096)
+
+/* The checks execve(2) makes before it reads the file. */
+static int exec_permission(const char *path, struct stat *st)
+{
+    if (stat(path, st) < 0)
+        return errno;
+    if (!S_ISREG(st->st_mode))
+        return EACCES;
+    if (access(path, X_OK) < 0)
+        return errno;
+    struct statvfs vfs;
+    if (statvfs(path, &vfs) == 0 && (vfs.f_flag & ST_NOEXEC))
+        return EACCES;
+    return 0;
+}
+
+/* Parse a #! line as binfmt_script does: interpreter, then at most one
+ * argument (the rest of the line, trimmed). */
+static int parse_shebang(char *buf, size_t len, char **interp, char **arg)
+{
+    char *end = memchr(buf, '\n', len);
+    if (!end) {
+        /* A line longer than the buffer is only accepted if the
+         * interpreter name ended inside it. */
+        end = buf + len;
+    }
+    *end = '\0';
+    char *p = buf + 2;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (!*p)
+        return ENOEXEC;
+    *interp = p;
+    while (*p && *p != ' ' && *p != '\t')
+        p++;
+    if (!*p && end == buf + len && len == BINPRM_BUF_SIZE)
+        return ENOEXEC;
+    *arg = NULL;
+    if (*p) {
+        *p++ = '\0';
+        while (*p == ' ' || *p == '\t')
+            p++;
+        char *q = end;
+        while (q > p && (q[-1] == ' ' || q[-1] == '\t'))
+            *--q = '\0';
+        if (*p)
+            *arg = p;
+    }
+    return 0;
+}
+
+static int inspect_elf(int fd, const unsigned char *buf, size_t len, const char **fallback)
+{
+    if (len < sizeof(Elf64_Ehdr) || memcmp(buf, ELFMAG, SELFMAG) != 0)
+        return ENOEXEC;
+    Elf64_Ehdr eh;
+    memcpy(&eh, buf, sizeof eh);
+    if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != HOST_MACHINE ||
+        (eh.e_type != ET_EXEC && eh.e_type != ET_DYN) ||
+        eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 || eh.e_phnum > 4096)
+        return ENOEXEC;
+    size_t sz = eh.e_phnum * sizeof(Elf64_Phdr);
+    Elf64_Phdr *ph = malloc(sz);
+    if (!ph)
+        return ENOMEM;
+    if (pread(fd, ph, sz, (off_t)eh.e_phoff) != (ssize_t)sz) {
+        free(ph);
+        return ENOEXEC;
+    }
+    int has_interp = 0;
+    for (int i = 0; i < eh.e_phnum; i++)
+        if (ph[i].p_type == PT_INTERP)
+            has_interp = 1;
+    free(ph);
+    if (!has_interp)
+        *fallback = "static binary (no program interpreter): nothing to preload into";
+    return 0;
+}
+
+static void note_setid(const char *path, const struct stat *st, const char **fallback)
+{
+    if (*fallback)
+        return;
+    if ((st->st_mode & S_ISUID) || ((st->st_mode & S_ISGID) && (st->st_mode & S_IXGRP)))
+        *fallback = "set-user-ID or set-group-ID binary: exec changes credentials, a fork cannot";
+    else if (getxattr(path, "security.capability", NULL, 0) > 0)
+        *fallback = "binary has file capabilities: exec grants them, a fork cannot";
+}
+
+int pspawn_program_inspect(struct program *p, const char *path)
+{
+    memset(p, 0, sizeof *p);
+    const char *cur = path;
+    int err = 0;
+    p->path = strdup(path);
+    if (!p->path)
+        return ENOMEM;
+    for (int depth = 0;; depth++) {
+        struct stat st;
+        if ((err = exec_permission(cur, &st)))
+            goto fail;
+        if (depth == 0)
+            p->st_path = st;
+        p->st_exe = st;
+        note_setid(cur, &st, &p->fallback);
+        int fd = open(cur, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            /* Executable but not readable: exec can, we cannot look. */
+            if (!p->fallback)
+                p->fallback = "program is not readable: cannot inspect it";
+            p->exe = strdup(cur);
+            break;
+        }
+        unsigned char buf[BINPRM_BUF_SIZE + 1];
+        ssize_t len = pread(fd, buf, BINPRM_BUF_SIZE, 0);
+        if (len < 0)
+            len = 0;
+        buf[len] = 0;
+        if (len >= 2 && buf[0] == '#' && buf[1] == '!') {
+            close(fd);
+            char *interp, *arg;
+            if (depth >= PSPAWN_MAX_INTERP) {
+                err = ELOOP;
+                goto fail;
+            }
+            if ((err = parse_shebang((char *)buf, (size_t)len, &interp, &arg)))
+                goto fail;
+            /* The kernel puts these words before the script's path, the
+             * innermost interpreter first. */
+            int add = arg ? 2 : 1;
+            memmove(p->interp_argv + add, p->interp_argv, p->ninterp * sizeof(char *));
+            p->interp_argv[0] = strdup(interp);
+            if (arg)
+                p->interp_argv[1] = strdup(arg);
+            p->ninterp += add;
+            cur = p->interp_argv[0];
+            continue;
+        }
+        err = inspect_elf(fd, buf, (size_t)len, &p->fallback);
+        close(fd);
+        if (err)
+            goto fail;
+        p->exe = strdup(cur);
+        break;
+    }
+    if (!p->exe) {
+        err = ENOMEM;
+        goto fail;
+    }
+    return 0;
+fail:
+    pspawn_program_free(p);
+    return err;
+}
+
+void pspawn_program_free(struct program *p)
+{
+    free(p->path);
+    free(p->exe);
+    for (int i = 0; i < p->ninterp; i++)
+        free(p->interp_argv[i]);
+    memset(p, 0, sizeof *p);
+}
+
+static int same_file(const struct stat *a, const struct stat *b)
+{
+    return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+           a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+int pspawn_program_changed(const struct program *p)
+{
+    struct stat st;
+    if (stat(p->path, &st) < 0 || !same_file(&st, &p->st_path))
+        return 1;
+    if (p->ninterp && (stat(p->exe, &st) < 0 || !same_file(&st, &p->st_exe)))
+        return 1;
+    return 0;
+}
+
+/* The limits execve(2) enforces (fs/exec.c, bprm_stack_limits and
+ * copy_strings): each string at most MAX_ARG_STRLEN, and all strings plus
+ * the pointers to them within a quarter of the stack limit (at most 3/4 of
+ * _STK_LIM, at least ARG_MAX). */
+int pspawn_args_too_big(const char *filename, char *const argv[], char *const envp[])
+{
+    struct rlimit rl;
+    unsigned long limit = 6UL << 20;
+    if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        rl.rlim_cur / 4 < limit)
+        limit = rl.rlim_cur / 4;
+    if (limit < 128UL * 1024)
+        limit = 128UL * 1024;
+    unsigned long argc = 0, envc = 0, bytes = strlen(filename) + 1;
+    for (; argv && argv[argc]; argc++) {
+        size_t l = strlen(argv[argc]) + 1;
+        if (l > MAX_ARG_STRLEN)
+            return E2BIG;
+        bytes += l;
+    }
+    for (; envp && envp[envc]; envc++) {
+        size_t l = strlen(envp[envc]) + 1;
+        if (l > MAX_ARG_STRLEN)
+            return E2BIG;
+        bytes += l;
+    }
+    unsigned long ptrs = ((argc ? argc : 1) + envc) * sizeof(void *);
+    if (limit <= ptrs || bytes > limit - ptrs)
+        return E2BIG;
+    return 0;
+}
+
+int pspawn_resolve(const char *file, char *const envp[], char *out, size_t outlen)
+{
+    if (!file || !*file)
+        return ENOENT;
+    if (strchr(file, '/')) {
+        if (strlen(file) >= outlen)
+            return ENAMETOOLONG;
+        strcpy(out, file);
+        return 0;
+    }
+    const char *path = NULL;
+    extern char **environ;
+    char *const *e = envp ? envp : environ;
+    for (; e && *e; e++)
+        if (strncmp(*e, "PATH=", 5) == 0) {
+            path = *e + 5;
+            break;
+        }
+    if (!path)
+        path = "/bin:/usr/bin";
+    int seen_eacces = 0;
+    size_t flen = strlen(file);
+    for (const char *p = path;; p++) {
+        const char *colon = strchrnul(p, ':');
+        size_t dlen = (size_t)(colon - p);
+        if (dlen + flen + 2 <= outlen) {
+            if (dlen) {
+                memcpy(out, p, dlen);
+                out[dlen] = '/';
+                strcpy(out + dlen + 1, file);
+            } else {
+                strcpy(out, file);  /* an empty entry is the cwd */
+            }
+            struct stat st;
+            if (stat(out, &st) == 0) {
+                if (S_ISREG(st.st_mode) && access(out, X_OK) == 0)
+                    return 0;
+                seen_eacces = 1;
+            } else if (errno == EACCES) {
+                seen_eacces = 1;
+            }
+        }
+        if (!*colon)
+            break;
+        p = colon;
+    }
+    return seen_eacces ? EACCES : ENOENT;
+}

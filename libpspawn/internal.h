@@ -1,0 +1,134 @@
+/* Launcher-side internals of libpspawn. */
+#ifndef PSPAWN_INTERNAL_H
+#define PSPAWN_INTERNAL_H
+
+#include <limits.h>
+#include <sched.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "child.h"
+#include "protocol.h"
+#include "pspawn.h"
+
+#define ATTR_CWD     0x1u
+#define ATTR_CPUSET  0x2u
+#define ATTR_SIGMASK 0x4u
+#define ATTR_SIGDEF  0x8u
+#define ATTR_PGROUP  0x10u
+#define ATTR_SETSID  0x20u
+#define ATTR_UMASK   0x40u
+
+enum attr_action_kind { AA_OPEN, AA_DUP2, AA_CLOSE, AA_INHERIT };
+
+struct attr_action {
+    enum attr_action_kind kind;
+    int fd;                 /* target */
+    int srcfd;              /* AA_DUP2: the caller's fd */
+    int oflag;
+    mode_t mode;
+    char *path;
+};
+
+struct pspawn_attr_impl {
+    unsigned flags;         /* PSPAWN_PIDFD, PSPAWN_FORCE_EXEC */
+    unsigned set;           /* ATTR_* */
+    char *cwd;
+    unsigned char cpuset[PSPAWN_CPUSET_BYTES];
+    sigset_t sigmask, sigdef;
+    pid_t pgroup;
+    mode_t umask;
+    int nrlimits;
+    struct wire_rlimit rlimits[RLIM_NLIMITS];
+    int nactions, cap;
+    struct attr_action *actions;
+};
+
+/* What a program is, as exec would see it. */
+#define PSPAWN_MAX_INTERP 4
+struct program {
+    char *path;             /* as given */
+    char *exe;              /* the ELF the kernel loads (path, or the #! interpreter) */
+    int ninterp;            /* argv words the kernel inserts before path (#!) */
+    char *interp_argv[2 * PSPAWN_MAX_INTERP];
+    struct stat st_path, st_exe;
+    const char *fallback;   /* static, set-id...: a reason to never use a zygote */
+};
+
+struct pspawn_zygote {
+    struct program prog;
+    int fallback;           /* for good: no zygote */
+    char reason[512];
+    int have_reason;
+    int debug;
+    pid_t zpid;
+    int pidfd;
+    int sock;
+    int report_r;
+    int timeout_ms;
+    uint32_t next_req;
+    char zygote_cwd[PATH_MAX];
+};
+
+/* The launcher's state at the time of a call, merged with an attribute
+ * object: what every task of the call starts from. */
+struct call {
+    const struct pspawn_attr_impl *attr;
+    unsigned flags;                 /* REQ_* */
+    unsigned user_flags;            /* PSPAWN_* */
+    char cwd[PATH_MAX];
+    mode_t umask;
+    pid_t pgroup;
+    uint64_t sigmask;
+    uint64_t handled;               /* signals with a handler in the caller */
+    uint64_t ignored;               /* ignored in the caller and not in sigdef */
+    uint64_t sigdef;
+    unsigned char cpuset[PSPAWN_CPUSET_BYTES];
+    int have_cpuset;
+    struct wire_rlimit rlimits[RLIM_NLIMITS];
+    int nrlimits;
+    /* Canonical file actions: FA_DUP2 sources index fds[]. */
+    struct child_action actions[PSPAWN_FD_MAX + 3];
+    int nactions;
+    int fds[PSPAWN_FD_MAX];         /* the caller's fds the tasks take */
+    int nfds;
+    char *const *envp;
+};
+
+/* attr.c */
+int pspawn_call_init(struct call *c, const pspawn_attr_t *attr,
+                     char *const envp[]);
+
+/* inspect.c */
+int pspawn_program_inspect(struct program *p, const char *path);
+void pspawn_program_free(struct program *p);
+int pspawn_program_changed(const struct program *p);
+int pspawn_args_too_big(const char *filename, char *const argv[],
+                        char *const envp[]);
+
+/* exec.c: a plain exec of a task with the call's attributes. */
+int pspawn_exec_task(pid_t *pid, const char *path, const struct call *c,
+                     const unsigned char *cpuset, char *const argv[],
+                     char *const envp[]);
+/* The same for the zygote itself, with its extra fds at fixed numbers. */
+int pspawn_exec_setup(pid_t *pid, const char *path, struct child_setup *s,
+                      uint64_t sigmask, char *const argv[], char *const envp[]);
+
+/* request.c */
+int pspawn_run_vector(struct pspawn_zygote *z, pspawn_task_t *tasks, size_t n,
+                      const struct call *c);
+
+/* context.c */
+void pspawn_fallback(struct pspawn_zygote *z, int for_good, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void pspawn_zygote_lost(struct pspawn_zygote *z, int kill_it);
+void pspawn_debug(const struct pspawn_zygote *z, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* util.c */
+uint64_t pspawn_sigset_to_u64(const sigset_t *s);
+int pspawn_env_true(const char *name);
+double pspawn_now_ms(void);
+
+#endif

@@ -1,0 +1,131 @@
+/*
+ * Wire format between a launcher (libpspawn) and its zygote (the proxy).
+ *
+ * Control channel: an AF_UNIX SOCK_SEQPACKET socket pair.  The zygote sends
+ * one zygote_ready message after parking; the launcher sends one request
+ * message per batch of at most PSPAWN_REQ_MAX tasks, each carrying, by
+ * SCM_RIGHTS, the memfd that holds the request (first) and the fds the
+ * tasks' file actions take from the launcher.
+ *
+ * Reports: one pipe per context.  Every task writes one task_report before
+ * waiting to be released; the zygote writes one more per request (index
+ * PSPAWN_REPORT_DONE) once it has cloned what it could.  Records are
+ * smaller than PIPE_BUF, so writes from many processes never interleave.
+ *
+ * Release ("go"): the request memfd is mapped shared by the launcher (rw)
+ * and the zygote (ro), and so by every task cloned from it.  A task waits
+ * on the futex word `go`; when it turns nonzero it runs, unless its byte
+ * in abort[] is set, in which case it exits 127 without running: that is
+ * how tasks whose report the launcher never saw (the zygote died) are
+ * cancelled and retried by exec, never duplicated.
+ */
+#ifndef PSPAWN_PROTOCOL_H
+#define PSPAWN_PROTOCOL_H
+
+#include <stdint.h>
+
+#define PSPAWN_MAGIC        0x70737077u /* "psp" + version 'w' */
+#define PSPAWN_REQ_MAX      64          /* tasks per request */
+#define PSPAWN_FD_MAX       64          /* fds passed per request */
+#define PSPAWN_REPORT_DONE  0xffffffffu
+
+/* Fds of the zygote at exec, numbers chosen high so that constructors get
+ * the same fd numbers they would in a task started by exec. */
+#define PSPAWN_ENV_SOCK     "PSPAWN_ZYGOTE_SOCK"
+#define PSPAWN_ENV_REPORT   "PSPAWN_ZYGOTE_REPORT"
+#define PSPAWN_ENV_PRELOAD  "PSPAWN_ZYGOTE_LD_PRELOAD"   /* the user's, to restore */
+#define PSPAWN_ENV_BINDNOW  "PSPAWN_ZYGOTE_LD_BIND_NOW"  /* the user's, to restore */
+#define PSPAWN_ENV_FLOOR    "PSPAWN_FLOOR"
+
+enum zygote_status {
+    ZYGOTE_PARKED = 0,      /* ready to serve */
+    ZYGOTE_THREADED = 1,    /* detail: thread count */
+    ZYGOTE_NO_LIBC_START = 2,
+};
+
+struct zygote_ready {
+    uint32_t magic;
+    int32_t status;
+    int32_t detail;
+    int32_t pid;
+};
+
+/* Why a request was refused as a whole; its tasks are then exec'd. */
+enum request_refusal {
+    REFUSE_NONE = 0,
+    REFUSE_FD_CONFLICT = 1, /* detail: the fd number */
+    REFUSE_MALFORMED = 2,
+};
+
+struct task_report {
+    uint32_t req;           /* request id */
+    uint32_t index;         /* task index in the request, or PSPAWN_REPORT_DONE */
+    int32_t pid;            /* task pid (or, for DONE: tasks cloned) */
+    int32_t err;            /* 0, errno of the setup (task exits), or for
+                             * DONE a request_refusal, detail in pid */
+};
+
+/* Request message, followed in the memfd by the encoded request. */
+struct request_msg {
+    uint32_t magic;
+    uint32_t id;
+    uint32_t size;          /* bytes of the memfd to map */
+    uint32_t nfds;          /* fds passed after the memfd */
+};
+
+/* File action kinds, as in the memfd. */
+enum fa_kind { FA_OPEN = 1, FA_DUP2 = 2, FA_CLOSE = 3 };
+
+struct wire_action {
+    int32_t kind;
+    int32_t fd;             /* target */
+    int32_t src;            /* FA_DUP2: index into the passed fds */
+    int32_t oflag;
+    uint32_t mode;
+    uint32_t path;          /* FA_OPEN: offset of the path string */
+};
+
+struct wire_rlimit {
+    int32_t resource;
+    int32_t pad;
+    uint64_t cur, max;
+};
+
+#define PSPAWN_CPUSET_BYTES 128 /* sizeof(cpu_set_t) */
+
+#define REQ_SETSID      0x1u
+#define REQ_SETPGROUP   0x2u
+#define REQ_CWD         0x4u
+#define REQ_UMASK       0x8u
+#define REQ_CPUSET      0x10u
+
+/* Layout of the request memfd. Offsets are from its start. */
+struct wire_request {
+    uint32_t go;            /* futex: 0 = hold, 1 = released */
+    uint32_t ntasks;
+    uint32_t flags;         /* REQ_* */
+    uint32_t umask;
+    int32_t pgroup;
+    uint32_t launcher_pid;  /* tasks that outlive it unreleased exit */
+    uint64_t sigmask;       /* signals 1..64, bit n-1 */
+    uint64_t sigign;        /* the launcher's ignored signals, minus sigdefault */
+    uint32_t cwd;           /* offset of the cwd string, if REQ_CWD */
+    uint32_t nrlimits;
+    uint32_t rlimits;       /* offset of wire_rlimit[nrlimits] */
+    uint32_t nactions;
+    uint32_t actions;       /* offset of wire_action[nactions] */
+    uint32_t tasks;         /* offset of wire_task[ntasks] */
+    unsigned char cpuset[PSPAWN_CPUSET_BYTES];
+    unsigned char abort[PSPAWN_REQ_MAX];
+};
+
+struct wire_task {
+    uint32_t argc, envc;
+    uint32_t strings;       /* offset: argv strings then envp strings, NUL-separated */
+    uint32_t strings_len;   /* bytes of the argv strings (then env strings) */
+    uint32_t env_len;
+    uint32_t has_cpuset;
+    unsigned char cpuset[PSPAWN_CPUSET_BYTES];
+};
+
+#endif

@@ -1,0 +1,600 @@
+/*
+ * libpspawn-proxy.so: preloaded into the zygote.  It wraps
+ * __libc_start_main so that, once every constructor has run, the program
+ * parks instead of entering main() and serves spawn requests: each task is
+ * a clone of the parked process that sets itself up as exec would have,
+ * waits to be released, and returns into the real main() with its own
+ * argv and environ.
+ *
+ * Nothing here is exported but __libc_start_main.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <link.h>
+#include <linux/futex.h>
+#include <linux/prctl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "child.h"
+#include "protocol.h"
+
+typedef int (*main_fn)(int, char **, char **);
+typedef int (*start_fn)(main_fn, int, char **, void (*)(void), void (*)(void),
+                        void (*)(void), void *);
+
+extern char **environ;
+
+#define MAX_CTOR_FDS 64
+
+/* What the zygote looked like when it parked: tasks change only what
+ * differs from it. */
+static struct {
+    int active;
+    int sock, report;
+    long floor;             /* PSPAWN_FLOOR: fork this many, no protocol */
+    main_fn real_main;
+    char cwd[PATH_MAX];
+    mode_t umask;
+    struct rlimit rl[RLIM_NLIMITS];
+    unsigned char cpuset[PSPAWN_CPUSET_BYTES];
+    uint64_t ctor_sigs;     /* dispositions a constructor set */
+    int ctor_fds[MAX_CTOR_FDS];
+    int nctor_fds;
+    int *tid_addr;
+    void *robust_head;
+    size_t robust_len;
+    struct prctl_mm_map mm;
+    int have_mm;
+} P;
+
+/* What a released task returns into main() with. */
+struct task_start {
+    int argc;
+    char **argv;
+    char **envp;
+};
+
+static int env_int(const char *name, long *out)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return 0;
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (*end)
+        return 0;
+    *out = x;
+    return 1;
+}
+
+static void send_ready(int status, int detail)
+{
+    struct zygote_ready r = { PSPAWN_MAGIC, status, detail, (int32_t)getpid() };
+    send(P.sock, &r, sizeof r, MSG_NOSIGNAL);
+}
+
+/* Does the main program call __libc_start_main at all?  If not (a Go
+ * program, a non-glibc libc), our wrapper never runs and the zygote would
+ * run main(): refuse before that can happen. */
+static int find_libc_start(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    int *found = data;
+    const ElfW(Dyn) *dyn = NULL;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+            dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+    if (!dyn) {
+        *found = 1; /* nothing to check: let it be */
+        return 1;
+    }
+    uintptr_t symtab = 0, strtab = 0, hash = 0, gnu_hash = 0;
+    for (; dyn->d_tag != DT_NULL; dyn++) {
+        uintptr_t v = dyn->d_un.d_ptr;
+        /* Relocated in place by ld.so on most targets, not on all. */
+        if (v && v < info->dlpi_addr)
+            v += info->dlpi_addr;
+        if (dyn->d_tag == DT_SYMTAB) symtab = v;
+        else if (dyn->d_tag == DT_STRTAB) strtab = v;
+        else if (dyn->d_tag == DT_HASH) hash = v;
+        else if (dyn->d_tag == DT_GNU_HASH) gnu_hash = v;
+    }
+    if (!symtab || !strtab || (!hash && !gnu_hash)) {
+        *found = 1;
+        return 1;
+    }
+    /* Undefined symbols precede the GNU hash table's first symbol. */
+    size_t nsyms = hash ? ((const uint32_t *)hash)[1] : ((const uint32_t *)gnu_hash)[1];
+    const ElfW(Sym) *sym = (const ElfW(Sym) *)symtab;
+    for (size_t i = 1; i < nsyms; i++)
+        if (strcmp((const char *)strtab + sym[i].st_name, "__libc_start_main") == 0) {
+            *found = 1;
+            break;
+        }
+    return 1; /* the first object is the main program */
+}
+
+__attribute__((constructor)) static void proxy_init(void)
+{
+    long sock, report, floor;
+    if (env_int(PSPAWN_ENV_SOCK, &sock) && env_int(PSPAWN_ENV_REPORT, &report)) {
+        P.sock = (int)sock;
+        P.report = (int)report;
+        P.active = 1;
+    } else if (env_int(PSPAWN_ENV_FLOOR, &floor) && floor > 0) {
+        P.floor = floor;
+        P.sock = P.report = -1;
+        P.active = 1;
+    }
+    if (!P.active)
+        return;
+    int found = 0;
+    dl_iterate_phdr(find_libc_start, &found);
+    if (!found) {
+        if (P.sock >= 0)
+            send_ready(ZYGOTE_NO_LIBC_START, 0);
+        _exit(0);
+    }
+}
+
+static void restore_env(void)
+{
+    static const char *const pairs[][2] = {
+        { "LD_PRELOAD", PSPAWN_ENV_PRELOAD },
+        { "LD_BIND_NOW", PSPAWN_ENV_BINDNOW },
+    };
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        const char *user = getenv(pairs[i][1]);
+        if (user)
+            setenv(pairs[i][0], user, 1);
+        else
+            unsetenv(pairs[i][0]);
+        unsetenv(pairs[i][1]);
+    }
+    unsetenv(PSPAWN_ENV_SOCK);
+    unsetenv(PSPAWN_ENV_REPORT);
+    unsetenv(PSPAWN_ENV_FLOOR);
+}
+
+static int count_threads(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    int n = 0;
+    if (!d)
+        return 1;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.')
+            n++;
+    closedir(d);
+    return n;
+}
+
+static void record_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        int fd = atoi(e->d_name);
+        if (fd <= 2 || fd == P.sock || fd == P.report || fd == dirfd(d))
+            continue;
+        if (P.nctor_fds < MAX_CTOR_FDS)
+            P.ctor_fds[P.nctor_fds++] = fd;
+    }
+    closedir(d);
+}
+
+/* /proc/self/stat fields 26-28 and 45-51: what PR_SET_MM_MAP needs. */
+static void record_mm(void)
+{
+    char buf[2048];
+    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return;
+    buf[n] = 0;
+    char *p = strrchr(buf, ')');
+    if (!p)
+        return;
+    unsigned long long f[53] = { 0 };
+    int field = 2;
+    for (char *tok = strtok(p + 1, " "); tok && field < 52; tok = strtok(NULL, " "))
+        f[++field] = strtoull(tok, NULL, 10);
+    if (field < 51)
+        return;
+    P.mm.start_code = f[26];
+    P.mm.end_code = f[27];
+    P.mm.start_stack = f[28];
+    P.mm.start_data = f[45];
+    P.mm.end_data = f[46];
+    P.mm.start_brk = f[47];
+    P.mm.auxv = NULL;
+    P.mm.auxv_size = 0;
+    P.mm.exe_fd = (uint32_t)-1;
+    P.have_mm = 1;
+}
+
+static void record_parked_state(void)
+{
+    if (!getcwd(P.cwd, sizeof P.cwd))
+        P.cwd[0] = 0;
+    P.umask = umask(022);
+    umask(P.umask);
+    for (int r = 0; r < RLIM_NLIMITS; r++)
+        getrlimit(r, &P.rl[r]);
+    sched_getaffinity(0, sizeof P.cpuset, (cpu_set_t *)P.cpuset);
+    for (int sig = 1; sig <= 64; sig++) {
+        struct sigaction sa;
+        if (sig != SIGKILL && sig != SIGSTOP && sigaction(sig, NULL, &sa) == 0 &&
+            sa.sa_handler != SIG_DFL)
+            P.ctor_sigs |= UINT64_C(1) << (sig - 1);
+    }
+    record_fds();
+    if (prctl(PR_GET_TID_ADDRESS, &P.tid_addr, 0, 0, 0) < 0)
+        P.tid_addr = NULL;
+    if (syscall(SYS_get_robust_list, 0, &P.robust_head, &P.robust_len) < 0)
+        P.robust_head = NULL;
+    record_mm();
+}
+
+/* fork(2) without glibc's atfork handlers (exec does not run them either),
+ * with the child's thread id written where glibc keeps it. */
+static pid_t clone_task(unsigned long extra)
+{
+    unsigned long flags = extra | SIGCHLD | CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID;
+    pid_t pid = (pid_t)syscall(SYS_clone, flags, NULL, NULL, P.tid_addr, 0);
+    if (pid == 0 && P.robust_head)
+        syscall(SYS_set_robust_list, P.robust_head, P.robust_len);
+    return pid;
+}
+
+static void report(int fd, uint32_t req, uint32_t index, int32_t pid, int32_t err)
+{
+    struct task_report r = { req, index, pid, err };
+    while (write(fd, &r, sizeof r) < 0 && errno == EINTR)
+        ;
+}
+
+/* Copy this task's argv and environ out of the request, laid out as the
+ * kernel lays them out (strings contiguous, argv then environ), so that
+ * /proc/PID/cmdline and environ can point at them. */
+static int build_args(const char *base, const struct wire_task *t, struct task_start *ts,
+                      unsigned long *arg_start)
+{
+    size_t ptrs = (t->argc + 1 + t->envc + 1) * sizeof(char *);
+    size_t total = ptrs + t->strings_len + t->env_len;
+    char **v = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (v == MAP_FAILED)
+        return ENOMEM;
+    char *s = (char *)v + ptrs;
+    memcpy(s, base + t->strings, t->strings_len + t->env_len);
+    char *p = s;
+    for (uint32_t i = 0; i < t->argc; i++) {
+        v[i] = p;
+        p += strlen(p) + 1;
+    }
+    v[t->argc] = NULL;
+    char **e = v + t->argc + 1;
+    for (uint32_t i = 0; i < t->envc; i++) {
+        e[i] = p;
+        p += strlen(p) + 1;
+    }
+    e[t->envc] = NULL;
+    ts->argc = (int)t->argc;
+    ts->argv = v;
+    ts->envp = e;
+    *arg_start = (unsigned long)s;
+    return 0;
+}
+
+static int strings_valid(const char *base, size_t size, const struct wire_task *t)
+{
+    size_t len = (size_t)t->strings_len + t->env_len;
+    if (t->strings > size || len > size - t->strings)
+        return 0;
+    const char *s = base + t->strings;
+    uint32_t nul = 0;
+    for (size_t i = 0; i < len; i++)
+        nul += s[i] == 0;
+    if (nul != t->argc + t->envc || (len && s[len - 1] != 0))
+        return 0;
+    /* argv strings end exactly at strings_len */
+    uint32_t nul_args = 0;
+    for (size_t i = 0; i < t->strings_len; i++)
+        nul_args += s[i] == 0;
+    return nul_args == t->argc && (!t->strings_len || s[t->strings_len - 1] == 0);
+}
+
+static void wait_go(const struct wire_request *w, uint32_t index)
+{
+    while (!__atomic_load_n(&w->go, __ATOMIC_ACQUIRE)) {
+        struct timespec ts = { 1, 0 };
+        syscall(SYS_futex, &w->go, FUTEX_WAIT, 0, &ts, NULL, 0);
+        /* The launcher died before releasing us: we never ran. */
+        if (!__atomic_load_n(&w->go, __ATOMIC_ACQUIRE) && getppid() != (pid_t)w->launcher_pid)
+            _exit(127);
+    }
+    if (w->abort[index])
+        _exit(127);
+}
+
+/* In a new task: become what exec would have made, then return the
+ * arguments of main(). */
+static struct task_start task_main(const char *base, size_t size, uint32_t id, uint32_t index,
+                                   struct child_setup *tmpl, int nfds)
+{
+    const struct wire_request *w = (const struct wire_request *)base;
+    const struct wire_task *t = (const struct wire_task *)(base + w->tasks) + index;
+    struct child_setup s = *tmpl;
+    int fds[PSPAWN_FD_MAX + 2];
+    memcpy(fds, tmpl->fds, (nfds + 2) * sizeof(int));
+    s.fds = fds;
+    /* The task has no use for the control socket. */
+    close(P.sock);
+    fds[nfds + 1] = -1;
+    if (t->has_cpuset)
+        s.cpuset = t->cpuset;
+
+    struct task_start ts = { 0, NULL, NULL };
+    unsigned long arg_start = 0;
+    int err = strings_valid(base, size, t) ? 0 : EINVAL;
+    if (!err)
+        err = build_args(base, t, &ts, &arg_start);
+    if (!err)
+        err = pspawn_child_setup(&s);
+    int report_fd = fds[nfds];
+    report(report_fd, id, index, (int32_t)getpid(), err);
+    if (err)
+        _exit(127);
+    wait_go(w, index);
+
+    int keep[PSPAWN_FD_MAX + 3 + MAX_CTOR_FDS];
+    int nkeep = pspawn_child_keep_list(&s, P.ctor_fds, P.nctor_fds, keep);
+    pspawn_child_close_others(keep, nkeep);
+    uint64_t sigmask = w->sigmask;
+    size_t strings_len = t->strings_len, env_len = t->env_len;
+    munmap((void *)base, size);
+
+    environ = ts.envp;
+    program_invocation_name = ts.argc > 0 ? ts.argv[0] : (char *)"";
+    char *slash = strrchr(program_invocation_name, '/');
+    program_invocation_short_name = slash ? slash + 1 : program_invocation_name;
+    if (P.have_mm) {
+        struct prctl_mm_map mm = P.mm;
+        mm.brk = (uint64_t)(uintptr_t)sbrk(0);
+        mm.arg_start = arg_start;
+        mm.arg_end = arg_start + strings_len;
+        mm.env_start = mm.arg_end;
+        mm.env_end = mm.env_start + env_len;
+        prctl(PR_SET_MM, PR_SET_MM_MAP, &mm, sizeof mm, 0);
+    }
+    pspawn_child_sigmask(sigmask);
+    return ts;
+}
+
+static int in_list(const int *v, int n, int x)
+{
+    for (int i = 0; i < n; i++)
+        if (v[i] == x)
+            return 1;
+    return 0;
+}
+
+/* Clone the request's tasks.  Returns 1 in a task (with *ts filled), 0 in
+ * the zygote. */
+static int serve_request(const char *base, size_t size, uint32_t id, int *fds, int nfds,
+                         struct task_start *ts)
+{
+    const struct wire_request *w = (const struct wire_request *)base;
+    if (size < sizeof *w || w->ntasks > PSPAWN_REQ_MAX || w->nactions > PSPAWN_FD_MAX + 3 ||
+        w->nrlimits > RLIM_NLIMITS || w->tasks > size ||
+        w->ntasks * sizeof(struct wire_task) > size - w->tasks ||
+        w->actions > size || w->nactions * sizeof(struct wire_action) > size - w->actions ||
+        w->rlimits > size || w->nrlimits * sizeof(struct wire_rlimit) > size - w->rlimits ||
+        w->cwd >= size || !memchr(base + w->cwd, 0, size - w->cwd)) {
+        report(P.report, id, PSPAWN_REPORT_DONE, 0, REFUSE_MALFORMED);
+        return 0;
+    }
+    static struct child_action actions[PSPAWN_FD_MAX + 3];
+    const struct wire_action *wa = (const struct wire_action *)(base + w->actions);
+    for (uint32_t i = 0; i < w->nactions; i++) {
+        if ((wa[i].kind == FA_DUP2 && (wa[i].src < 0 || wa[i].src >= nfds)) || wa[i].fd < 0 ||
+            (wa[i].kind == FA_OPEN && (wa[i].path >= size || !memchr(base + wa[i].path, 0, size - wa[i].path)))) {
+            report(P.report, id, PSPAWN_REPORT_DONE, 0, REFUSE_MALFORMED);
+            return 0;
+        }
+        /* A constructor's fd would be clobbered: exec would have given
+         * the constructor another number, we cannot. */
+        if (wa[i].kind != FA_CLOSE && in_list(P.ctor_fds, P.nctor_fds, wa[i].fd)) {
+            report(P.report, id, PSPAWN_REPORT_DONE, wa[i].fd, REFUSE_FD_CONFLICT);
+            return 0;
+        }
+        actions[i] = (struct child_action){ wa[i].kind, wa[i].fd, wa[i].src, wa[i].oflag,
+                                            (mode_t)wa[i].mode,
+                                            wa[i].kind == FA_OPEN ? base + wa[i].path : NULL };
+    }
+    /* Only what differs from the parked state costs a system call. */
+    static struct wire_rlimit rl[RLIM_NLIMITS];
+    int nrl = 0;
+    const struct wire_rlimit *wr = (const struct wire_rlimit *)(base + w->rlimits);
+    for (uint32_t i = 0; i < w->nrlimits; i++) {
+        int r = wr[i].resource;
+        if (r < 0 || r >= RLIM_NLIMITS)
+            continue;
+        if (wr[i].cur != P.rl[r].rlim_cur || wr[i].max != P.rl[r].rlim_max)
+            rl[nrl++] = wr[i];
+    }
+    unsigned flags = w->flags & (REQ_SETSID | REQ_SETPGROUP);
+    if ((w->flags & REQ_CWD) && strcmp(base + w->cwd, P.cwd) != 0)
+        flags |= REQ_CWD;
+    if ((w->flags & REQ_UMASK) && (mode_t)w->umask != P.umask)
+        flags |= REQ_UMASK;
+    static int tfds[PSPAWN_FD_MAX + 2];
+    memcpy(tfds, fds, nfds * sizeof(int));
+    tfds[nfds] = P.report;
+    tfds[nfds + 1] = P.sock;
+    struct child_setup tmpl = {
+        .flags = flags,
+        .umask = (mode_t)w->umask,
+        .pgroup = w->pgroup,
+        .cwd = base + w->cwd,
+        .cpuset = (w->flags & REQ_CPUSET) && memcmp(w->cpuset, P.cpuset, sizeof P.cpuset)
+                      ? w->cpuset : NULL,
+        .rlimits = rl,
+        .nrlimits = nrl,
+        .actions = actions,
+        .nactions = (int)w->nactions,
+        .fds = tfds,
+        .nfds = nfds + 2,
+        .sig_default = 0,
+        .sig_ignore = w->sigign & ~P.ctor_sigs,
+        .emulate_cloexec = 1,
+    };
+    for (uint32_t i = 0; i < w->ntasks; i++) {
+        pid_t pid = clone_task(CLONE_PARENT);
+        if (pid == 0) {
+            *ts = task_main(base, size, id, i, &tmpl, nfds);
+            return 1;
+        }
+        if (pid < 0)
+            report(P.report, id, i, -1, errno);
+    }
+    report(P.report, id, PSPAWN_REPORT_DONE, (int32_t)w->ntasks, 0);
+    return 0;
+}
+
+/* Wait for requests until the launcher hangs up. */
+static struct task_start serve(void)
+{
+    for (;;) {
+        struct request_msg msg;
+        union {
+            char buf[CMSG_SPACE((PSPAWN_FD_MAX + 1) * sizeof(int))];
+            struct cmsghdr align;
+        } cm;
+        struct iovec iov = { &msg, sizeof msg };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
+                             .msg_controllen = sizeof cm.buf };
+        ssize_t n = recvmsg(P.sock, &mh, MSG_CMSG_CLOEXEC);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            _exit(0);
+        int fds[PSPAWN_FD_MAX + 1];
+        int nfds = 0;
+        for (struct cmsghdr *ch = CMSG_FIRSTHDR(&mh); ch; ch = CMSG_NXTHDR(&mh, ch))
+            if (ch->cmsg_level == SOL_SOCKET && ch->cmsg_type == SCM_RIGHTS) {
+                int k = (int)((ch->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+                if (k > PSPAWN_FD_MAX + 1 - nfds)
+                    k = PSPAWN_FD_MAX + 1 - nfds;
+                memcpy(fds + nfds, CMSG_DATA(ch), k * sizeof(int));
+                nfds += k;
+            }
+        if (n != sizeof msg || msg.magic != PSPAWN_MAGIC || nfds < 1 ||
+            (uint32_t)nfds != msg.nfds + 1 || (mh.msg_flags & MSG_CTRUNC)) {
+            for (int i = 0; i < nfds; i++)
+                close(fds[i]);
+            report(P.report, msg.id, PSPAWN_REPORT_DONE, 0, REFUSE_MALFORMED);
+            continue;
+        }
+        void *base = mmap(NULL, msg.size, PROT_READ, MAP_SHARED, fds[0], 0);
+        close(fds[0]);
+        struct task_start ts;
+        int in_task = 0;
+        if (base == MAP_FAILED)
+            report(P.report, msg.id, PSPAWN_REPORT_DONE, 0, REFUSE_MALFORMED);
+        else
+            in_task = serve_request(base, msg.size, msg.id, fds + 1, nfds - 1, &ts);
+        if (in_task)
+            return ts;
+        for (int i = 1; i < nfds; i++)
+            close(fds[i]);
+        if (base != MAP_FAILED)
+            munmap(base, msg.size);
+    }
+}
+
+static double now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e9 + t.tv_nsec;
+}
+
+/* The floor: fork the parked program N times with no protocol at all. */
+static void run_floor(int argc, char **argv)
+{
+    double t0 = now_ns();
+    long started = 0;
+    for (long i = 0; i < P.floor; i++) {
+        pid_t pid = clone_task(0);
+        if (pid == 0)
+            _exit(P.real_main(argc, argv, environ));
+        if (pid > 0)
+            started++;
+    }
+    int st;
+    while (started > 0 && (wait(&st) > 0 || errno == EINTR))
+        started--;
+    double t1 = now_ns();
+    fprintf(stderr, "pspawn-floor: n=%ld total_ns=%.0f\n", P.floor, t1 - t0);
+    _exit(0);
+}
+
+static int park_main(int argc, char **argv, char **envp)
+{
+    (void)envp;
+    restore_env();
+    int threads = count_threads();
+    if (threads > 1) {
+        if (P.sock >= 0)
+            send_ready(ZYGOTE_THREADED, threads);
+        _exit(0);
+    }
+    fflush(NULL);
+    record_parked_state();
+    if (P.floor)
+        run_floor(argc, argv);
+    send_ready(ZYGOTE_PARKED, 0);
+    struct task_start ts = serve();
+    return P.real_main(ts.argc, ts.argv, ts.envp);
+}
+
+__attribute__((visibility("default"))) int
+__libc_start_main(main_fn main, int argc, char **argv, void (*init)(void),
+                  void (*fini)(void), void (*rtld_fini)(void), void *stack_end)
+{
+    start_fn next = (start_fn)dlsym(RTLD_NEXT, "__libc_start_main");
+    if (P.active) {
+        P.real_main = main;
+        main = park_main;
+    }
+    return next(main, argc, argv, init, fini, rtld_fini, stack_end);
+}

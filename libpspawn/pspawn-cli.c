@@ -1,0 +1,585 @@
+/* pspawn: launch N instances of a program on this machine through a zygote. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pspawn.h"
+
+extern char **environ;
+
+static const char *progname = "pspawn";
+
+struct task {
+    pid_t pid;
+    int status;
+    int done;
+    int out, err;           /* --label pipes, -1 when closed */
+    char *obuf, *ebuf;      /* partial lines */
+    size_t olen, elen;
+};
+
+static struct {
+    int n;
+    int bind_mode;          /* 0 none, 1 core, 2 list */
+    int *bind_list;
+    int nbind;
+    char **extra_env;
+    int nextra;
+    int force_exec;
+    int label;
+    double timeout;
+    int verbose;
+} opt = { .n = 1 };
+
+static int sigpipe_fds[2] = { -1, -1 };
+
+static void on_signal(int sig)
+{
+    int e = errno;
+    unsigned char c = (unsigned char)sig;
+    if (write(sigpipe_fds[1], &c, 1) < 0) {
+        /* pipe full: the loop is already awake */
+    }
+    errno = e;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: %s [-n N] [--bind none|core|LIST] [--env K=V]... [--exec] [--label]\n"
+            "          [--timeout S] [-v] [--] PROG [ARGS...]\n"
+            "Launch N instances of PROG by forking one parked, already-loaded copy of it.\n\n"
+            "  -n, --ntasks N      number of tasks (default 1)\n"
+            "  -b, --bind MODE     none (default), core (rank r on the r-th allowed CPU),\n"
+            "                      or a CPU list such as 0-3,8 (rank r on LIST[r %% len])\n"
+            "  -e, --env K=V       set K=V in every task (repeatable)\n"
+            "  -x, --exec          plain exec per task (the reference; no zygote)\n"
+            "  -l, --label         prefix every output line with the task's rank\n"
+            "  -t, --timeout S     terminate the tasks after S seconds (exit 124)\n"
+            "  -v, --verbose       print the launch time and the path used\n"
+            "  -h, --help          this help\n"
+            "  -V, --version       version\n\n"
+            "Tasks get PSPAWN_RANK, PSPAWN_SIZE and PSPAWN_LOCAL_RANK.  Exit status: 0 if all\n"
+            "tasks exit 0, else the highest task status (128+N for signal N); 127 if PROG\n"
+            "is not found, 126 if it cannot be executed, 124 on timeout, 2 on usage errors.\n"
+            "PSPAWN_DEBUG=1 prints why a task fell back to exec.  See pspawn(1).\n",
+            progname);
+}
+
+static int parse_cpu_list(const char *s, int **out, int *n)
+{
+    int cap = 16, k = 0;
+    int *v = malloc(cap * sizeof *v);
+    if (!v)
+        return -1;
+    while (*s) {
+        char *end;
+        long a = strtol(s, &end, 10), b;
+        if (end == s || a < 0 || a >= CPU_SETSIZE)
+            goto bad;
+        b = a;
+        if (*end == '-') {
+            s = end + 1;
+            b = strtol(s, &end, 10);
+            if (end == s || b < a || b >= CPU_SETSIZE)
+                goto bad;
+        }
+        for (long c = a; c <= b; c++) {
+            if (k == cap) {
+                int *nv = realloc(v, (cap *= 2) * sizeof *v);
+                if (!nv)
+                    goto bad;
+                v = nv;
+            }
+            v[k++] = (int)c;
+        }
+        if (*end == ',')
+            end++;
+        else if (*end)
+            goto bad;
+        s = end;
+    }
+    if (!k)
+        goto bad;
+    *out = v;
+    *n = k;
+    return 0;
+bad:
+    free(v);
+    return -1;
+}
+
+static char **task_env(int rank)
+{
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **env = calloc(n + opt.nextra + 4, sizeof *env);
+    if (!env)
+        return NULL;
+    size_t k = 0;
+    static const char *const ours[] = { "PSPAWN_RANK=", "PSPAWN_SIZE=", "PSPAWN_LOCAL_RANK=" };
+    for (size_t i = 0; i < n; i++) {
+        int skip = 0;
+        for (size_t j = 0; j < 3; j++)
+            if (strncmp(environ[i], ours[j], strlen(ours[j])) == 0)
+                skip = 1;
+        for (int j = 0; j < opt.nextra; j++) {
+            size_t l = strcspn(opt.extra_env[j], "=") + 1;
+            if (strncmp(environ[i], opt.extra_env[j], l) == 0)
+                skip = 1;
+        }
+        if (!skip)
+            env[k++] = environ[i];
+    }
+    for (int j = 0; j < opt.nextra; j++)
+        env[k++] = opt.extra_env[j];
+    char *v[3];
+    if (asprintf(&v[0], "PSPAWN_RANK=%d", rank) < 0 ||
+        asprintf(&v[1], "PSPAWN_SIZE=%d", opt.n) < 0 ||
+        asprintf(&v[2], "PSPAWN_LOCAL_RANK=%d", rank) < 0)
+        return NULL;
+    for (int j = 0; j < 3; j++)
+        env[k++] = v[j];
+    env[k] = NULL;
+    return env;
+}
+
+static void free_task_env(char **env)
+{
+    if (!env)
+        return;
+    size_t n = 0;
+    while (env[n])
+        n++;
+    for (size_t i = n - 3; i < n; i++)
+        free(env[i]);
+    free(env);
+}
+
+static int cpu_for_rank(int rank, const cpu_set_t *allowed, cpu_set_t *set)
+{
+    CPU_ZERO(set);
+    if (opt.bind_mode == 2) {
+        CPU_SET(opt.bind_list[rank % opt.nbind], set);
+        return 1;
+    }
+    if (opt.bind_mode == 1) {
+        int count = CPU_COUNT(allowed), want = rank % (count ? count : 1), seen = 0;
+        for (int c = 0; c < CPU_SETSIZE; c++)
+            if (CPU_ISSET(c, allowed) && seen++ == want) {
+                CPU_SET(c, set);
+                return 1;
+            }
+    }
+    return 0;
+}
+
+static void flush_line(int rank, FILE *f, char **buf, size_t *len, int final)
+{
+    char *p = *buf, *nl;
+    size_t left = *len;
+    while (left && (nl = memchr(p, '\n', left))) {
+        fprintf(f, "%d: %.*s\n", rank, (int)(nl - p), p);
+        left -= (size_t)(nl - p) + 1;
+        p = nl + 1;
+    }
+    if (final && left) {
+        fprintf(f, "%d: %.*s\n", rank, (int)left, p);
+        left = 0;
+    }
+    memmove(*buf, p, left);
+    *len = left;
+    fflush(f);
+}
+
+static void drain_fd(struct task *t, int rank, int which, int final)
+{
+    int *fd = which ? &t->err : &t->out;
+    char **buf = which ? &t->ebuf : &t->obuf;
+    size_t *len = which ? &t->elen : &t->olen;
+    FILE *f = which ? stderr : stdout;
+    if (*fd < 0)
+        return;
+    for (;;) {
+        char *nb = realloc(*buf, *len + 65536);
+        if (!nb)
+            break;
+        *buf = nb;
+        ssize_t r = read(*fd, *buf + *len, 65536);
+        if (r > 0) {
+            *len += (size_t)r;
+            flush_line(rank, f, buf, len, 0);
+            if (!final)
+                break;
+            continue;
+        }
+        if (r < 0 && (errno == EINTR))
+            continue;
+        if (r == 0 || (r < 0 && errno != EAGAIN)) {
+            flush_line(rank, f, buf, len, 1);
+            close(*fd);
+            *fd = -1;
+        }
+        break;
+    }
+}
+
+static int exit_code_of(int status)
+{
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return 1;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void forward(struct task *tasks, int sig)
+{
+    for (int i = 0; i < opt.n; i++)
+        if (tasks[i].pid > 0 && !tasks[i].done)
+            kill(tasks[i].pid, sig);
+}
+
+static int reap_all(struct task *tasks, int *running)
+{
+    int st;
+    pid_t pid;
+    while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+        for (int i = 0; i < opt.n; i++)
+            if (tasks[i].pid == pid && !tasks[i].done) {
+                tasks[i].done = 1;
+                tasks[i].status = st;
+                (*running)--;
+                break;
+            }
+    }
+    return 0;
+}
+
+/* Launch every task; returns 0 or an errno (with the tasks launched so
+ * far in tasks[].pid). */
+static int launch(pspawn_context_t *ctx, const char *path, char **argv, struct task *tasks,
+                  pid_t *pgid)
+{
+    cpu_set_t allowed;
+    sched_getaffinity(0, sizeof allowed, &allowed);
+    int err = 0;
+    pspawn_attr_t attr0, attr;
+    pspawn_attr_init(&attr0);
+    pspawn_attr_init(&attr);
+    pspawn_attr_setpgroup(&attr0, 0);
+    int per_task = opt.label || opt.force_exec;
+    pspawn_task_t *vt = calloc((size_t)opt.n, sizeof *vt);
+    cpu_set_t *sets = calloc((size_t)opt.n, sizeof *sets);
+    char ***envs = calloc((size_t)opt.n, sizeof *envs);
+    if (!vt || !sets || !envs) {
+        err = ENOMEM;
+        goto out;
+    }
+    for (int r = 0; r < opt.n; r++) {
+        envs[r] = task_env(r);
+        if (!envs[r]) {
+            err = ENOMEM;
+            goto out;
+        }
+        vt[r].argv = argv;
+        vt[r].envp = envs[r];
+        if (cpu_for_rank(r, &allowed, &sets[r])) {
+            vt[r].cpuset = &sets[r];
+            vt[r].cpusetsize = sizeof sets[r];
+        }
+    }
+    for (int r = 0; r < opt.n && !err; r++) {
+        /* Rank 0 first: its pid is the tasks' process group. */
+        if (r > 0 && !per_task) {
+            pspawn_attr_addopen(&attr, 0, "/dev/null", O_RDONLY, 0);
+            pspawn_attr_setpgroup(&attr, *pgid);
+            err = pspawn_vector(ctx, vt + 1, (size_t)opt.n - 1, &attr, NULL);
+            for (int i = 1; i < opt.n; i++) {
+                tasks[i].pid = vt[i].pid;
+                if (vt[i].error && !err)
+                    err = vt[i].error;
+            }
+            break;
+        }
+        pspawn_attr_t a;
+        pspawn_attr_init(&a);
+        if (r == 0)
+            pspawn_attr_setpgroup(&a, 0);
+        else {
+            pspawn_attr_setpgroup(&a, *pgid);
+            pspawn_attr_addopen(&a, 0, "/dev/null", O_RDONLY, 0);
+        }
+        if (vt[r].cpuset)
+            pspawn_attr_setcpuset(&a, sizeof sets[r], &sets[r]);
+        int po[2] = { -1, -1 }, pe[2] = { -1, -1 };
+        if (opt.label) {
+            if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0) {
+                err = errno;
+                pspawn_attr_destroy(&a);
+                break;
+            }
+            pspawn_attr_adddup2(&a, po[1], 1);
+            pspawn_attr_adddup2(&a, pe[1], 2);
+        }
+        pid_t pid = -1;
+        if (opt.force_exec)
+            err = pspawn_exec(&pid, path, &a, argv, envs[r]);
+        else
+            err = pspawn_ex(&pid, ctx, &a, argv, envs[r]);
+        pspawn_attr_destroy(&a);
+        if (opt.label) {
+            close(po[1]);
+            close(pe[1]);
+            tasks[r].out = po[0];
+            tasks[r].err = pe[0];
+            fcntl(po[0], F_SETFL, O_NONBLOCK);
+            fcntl(pe[0], F_SETFL, O_NONBLOCK);
+        }
+        if (err)
+            break;
+        tasks[r].pid = pid;
+        if (r == 0)
+            *pgid = pid;
+    }
+out:
+    for (int r = 0; envs && r < opt.n; r++)
+        free_task_env(envs[r]);
+    free(envs);
+    free(sets);
+    free(vt);
+    pspawn_attr_destroy(&attr0);
+    pspawn_attr_destroy(&attr);
+    return err;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        { "ntasks", required_argument, NULL, 'n' },
+        { "bind", required_argument, NULL, 'b' },
+        { "env", required_argument, NULL, 'e' },
+        { "exec", no_argument, NULL, 'x' },
+        { "label", no_argument, NULL, 'l' },
+        { "timeout", required_argument, NULL, 't' },
+        { "verbose", no_argument, NULL, 'v' },
+        { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },
+        { NULL, 0, NULL, 0 },
+    };
+    int c;
+    opt.extra_env = calloc((size_t)argc, sizeof(char *));
+    while ((c = getopt_long(argc, argv, "+n:b:e:xlt:vhV", longopts, NULL)) != -1) {
+        char *end;
+        switch (c) {
+        case 'n': {
+            long n = strtol(optarg, &end, 10);
+            if (*end || n < 1 || n > 1000000) {
+                fprintf(stderr, "%s: invalid task count '%s'\n", progname, optarg);
+                return 2;
+            }
+            opt.n = (int)n;
+            break;
+        }
+        case 'b':
+            if (strcmp(optarg, "none") == 0)
+                opt.bind_mode = 0;
+            else if (strcmp(optarg, "core") == 0)
+                opt.bind_mode = 1;
+            else if (parse_cpu_list(optarg, &opt.bind_list, &opt.nbind) == 0)
+                opt.bind_mode = 2;
+            else {
+                fprintf(stderr, "%s: invalid --bind '%s' (none, core or a CPU list)\n",
+                        progname, optarg);
+                return 2;
+            }
+            break;
+        case 'e':
+            if (!strchr(optarg, '=') || optarg[0] == '=') {
+                fprintf(stderr, "%s: invalid --env '%s' (want K=V)\n", progname, optarg);
+                return 2;
+            }
+            opt.extra_env[opt.nextra++] = optarg;
+            break;
+        case 'x': opt.force_exec = 1; break;
+        case 'l': opt.label = 1; break;
+        case 't':
+            opt.timeout = strtod(optarg, &end);
+            if (*end || opt.timeout <= 0) {
+                fprintf(stderr, "%s: invalid --timeout '%s'\n", progname, optarg);
+                return 2;
+            }
+            break;
+        case 'v': opt.verbose = 1; break;
+        case 'h': usage(stdout); return 0;
+        case 'V': printf("pspawn %d.%d\n", PSPAWN_VERSION_MAJOR, PSPAWN_VERSION_MINOR); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind >= argc) {
+        usage(stderr);
+        return 2;
+    }
+    char **targv = argv + optind;
+    char path[PATH_MAX];
+    int err = pspawn_resolve(targv[0], NULL, path, sizeof path);
+    if (err) {
+        fprintf(stderr, "%s: %s: %s\n", progname, targv[0], strerror(err));
+        return err == ENOENT ? 127 : 126;
+    }
+    /* Enough fds for two pipes per task with --label. */
+    struct rlimit rl;
+    if (opt.label && getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+
+    if (pipe2(sigpipe_fds, O_CLOEXEC | O_NONBLOCK) < 0) {
+        perror(progname);
+        return 1;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    static const int fwd[] = { SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2 };
+    for (size_t i = 0; i < sizeof fwd / sizeof fwd[0]; i++)
+        sigaction(fwd[i], &sa, NULL);
+    sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+    sigaction(SIGCHLD, &sa, NULL);
+
+    struct task *tasks = calloc((size_t)opt.n, sizeof *tasks);
+    if (!tasks) {
+        perror(progname);
+        return 1;
+    }
+    for (int i = 0; i < opt.n; i++)
+        tasks[i].pid = -1, tasks[i].out = tasks[i].err = -1;
+
+    double t0 = now_s();
+    pspawn_context_t ctx = { NULL };
+    char reason[600] = "";
+    if (!opt.force_exec) {
+        err = pspawn_context_create(&ctx, path, -1);
+        if (err) {
+            fprintf(stderr, "%s: %s: %s\n", progname, targv[0], strerror(err));
+            return err == ENOENT ? 127 : 126;
+        }
+    }
+    pid_t pgid = 0;
+    err = launch(&ctx, path, targv, tasks, &pgid);
+    int used_zygote = !opt.force_exec && pspawn_context_uses_zygote(&ctx);
+    if (!opt.force_exec && pspawn_context_reason(&ctx))
+        snprintf(reason, sizeof reason, "%s", pspawn_context_reason(&ctx));
+    /* Every task is our child: the zygote has nothing left to do. */
+    pspawn_context_destroy(&ctx);
+    double t1 = now_s();
+
+    int running = 0;
+    for (int i = 0; i < opt.n; i++)
+        if (tasks[i].pid > 0)
+            running++;
+    if (err) {
+        fprintf(stderr, "%s: %s: %s\n", progname, targv[0], strerror(err));
+        forward(tasks, SIGKILL);
+    } else if (opt.verbose) {
+        fprintf(stderr, "%s: launched %d tasks of %s in %.3f ms via %s%s%s\n", progname, opt.n,
+                path, (t1 - t0) * 1e3, used_zygote ? "zygote" : "exec",
+                *reason ? ": " : "", reason);
+    }
+
+    /* A terminal stays with the tasks, as it would with a shell's job. */
+    int gave_tty = 0;
+    if (!err && pgid > 0 && isatty(0) && tcgetpgrp(0) == getpgrp()) {
+        signal(SIGTTOU, SIG_IGN);
+        gave_tty = tcsetpgrp(0, pgid) == 0;
+    }
+
+    double deadline = opt.timeout > 0 ? t1 + opt.timeout : 0, kill_at = 0;
+    int timed_out = 0;
+    struct pollfd *pfd = calloc(2 * (size_t)opt.n + 1, sizeof *pfd);
+    reap_all(tasks, &running);
+    for (;;) {
+        int open_pipes = 0, np = 0;
+        pfd[np++] = (struct pollfd){ sigpipe_fds[0], POLLIN, 0 };
+        for (int i = 0; i < opt.n; i++) {
+            if (tasks[i].out >= 0)
+                pfd[np++] = (struct pollfd){ tasks[i].out, POLLIN, 0 }, open_pipes++;
+            if (tasks[i].err >= 0)
+                pfd[np++] = (struct pollfd){ tasks[i].err, POLLIN, 0 }, open_pipes++;
+        }
+        if (running == 0 && open_pipes == 0)
+            break;
+        int wait_ms = -1;
+        double now = now_s();
+        if (deadline && !timed_out)
+            wait_ms = (int)((deadline - now) * 1e3) + 1;
+        else if (kill_at)
+            wait_ms = (int)((kill_at - now) * 1e3) + 1;
+        if (wait_ms < 0 && (deadline || kill_at))
+            wait_ms = 0;
+        int r = poll(pfd, (nfds_t)np, wait_ms);
+        now = now_s();
+        if (deadline && !timed_out && now >= deadline) {
+            timed_out = 1;
+            fprintf(stderr, "%s: timeout after %g s: terminating %d tasks\n", progname,
+                    opt.timeout, running);
+            forward(tasks, SIGTERM);
+            kill_at = now + 5;
+        } else if (kill_at && now >= kill_at) {
+            forward(tasks, SIGKILL);
+            kill_at = 0;
+        }
+        if (r <= 0)
+            continue;
+        if (pfd[0].revents & POLLIN) {
+            unsigned char sigs[64];
+            ssize_t k;
+            while ((k = read(sigpipe_fds[0], sigs, sizeof sigs)) > 0)
+                for (ssize_t i = 0; i < k; i++)
+                    if (sigs[i] != SIGCHLD)
+                        forward(tasks, sigs[i]);
+            reap_all(tasks, &running);
+        }
+        for (int i = 0; i < opt.n; i++) {
+            drain_fd(&tasks[i], i, 0, 0);
+            drain_fd(&tasks[i], i, 1, 0);
+        }
+    }
+    if (gave_tty)
+        tcsetpgrp(0, getpgrp());
+
+    int code = 0;
+    for (int i = 0; i < opt.n; i++)
+        if (tasks[i].pid > 0 && tasks[i].done) {
+            int c2 = exit_code_of(tasks[i].status);
+            if (c2 > code)
+                code = c2;
+        }
+    if (err)
+        return err == ENOENT ? 127 : 126;
+    if (timed_out)
+        return 124;
+    return code;
+}

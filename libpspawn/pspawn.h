@@ -1,0 +1,210 @@
+/*
+ * pspawn.h - launch many instances of one program by forking a parked,
+ * already-loaded copy of it (the "zygote") instead of exec'ing each one.
+ *
+ * The program is exec'd once with libpspawn-proxy.so preloaded.  The proxy
+ * lets every constructor run, binds lazy symbols, and parks just before
+ * main().  Every task is then a clone of the zygote that becomes the
+ * caller's direct child (clone(CLONE_PARENT)), gets its own argv, environ,
+ * fds, cwd, umask, rlimits, signal state, process group and CPU binding,
+ * and enters the real main().  Whenever that cannot be faithful to an exec
+ * (static or set-id binary, a binary changed on disk, a zygote that died,
+ * stopped answering or has threads...), the task is created by a plain
+ * exec instead and the reason is kept (pspawn_context_reason()) and printed
+ * when PSPAWN_DEBUG=1.
+ *
+ * Conventions, as for posix_spawn(3): functions returning int return 0 on
+ * success or an error number (never -1 with errno), except pspawn() which
+ * mirrors fork() and returns a pid or -1 with errno set.  Errors of the
+ * program itself are the ones execve(2) would give: ENOENT, EACCES,
+ * ENOEXEC, E2BIG, ...
+ *
+ * Thread safety: a context may be used by one thread at a time.  Distinct
+ * contexts are independent.
+ */
+#ifndef PSPAWN_H
+#define PSPAWN_H
+
+#include <sched.h>
+#include <signal.h>
+#include <stddef.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PSPAWN_VERSION_MAJOR 0
+#define PSPAWN_VERSION_MINOR 1
+
+/* A context: one zygote of one program, owned by the process that created
+ * it.  Allocate it anywhere (stack, heap, static); only the library touches
+ * its field. */
+typedef struct pspawn_context {
+    struct pspawn_zygote *impl;
+} pspawn_context_t;
+
+/* Per-task attributes: what a launcher sets for each task.  Initialise with
+ * pspawn_attr_init(), release with pspawn_attr_destroy().  An attribute
+ * object may be reused for many spawns and contexts. */
+typedef struct pspawn_attr {
+    struct pspawn_attr_impl *impl;
+} pspawn_attr_t;
+
+/* ---- contexts ---------------------------------------------------------- */
+
+/* Create a context for the program at PATH (absolute or relative to the
+ * cwd; no PATH search: see pspawn_resolve()) and start its zygote, pinned
+ * to CPU CORE while it loads and parks (CORE < 0: not pinned; tasks get
+ * the binding they ask for, or the caller's).
+ *
+ * Returns 0, or the error exec would give for the program itself: ENOENT
+ * (no such file, or a missing #! interpreter), EACCES (not a regular file
+ * or not executable), ENOEXEC (not a loadable format), ENOMEM.  A program
+ * the zygote cannot serve faithfully (static, set-id, file capabilities,
+ * a zygote that refuses to park) still gives 0: the context then falls
+ * back to exec for every spawn, and pspawn_context_reason() says why.
+ * The zygote is started with the caller's environ; it is the caller's
+ * child and exits when the context is destroyed or the caller dies. */
+int pspawn_context_create(pspawn_context_t *ctx, const char *path, int core);
+
+/* Stop the zygote (it has no tasks: every task is the caller's child and
+ * keeps running) and free the context.  Safe on a context whose creation
+ * failed or that was already destroyed. */
+void pspawn_context_destroy(pspawn_context_t *ctx);
+
+/* Why the last spawn on CTX (or the context itself) used a plain exec, as
+ * a human-readable sentence, or NULL if it never fell back.  The string
+ * belongs to the context and stays valid until the next spawn. */
+const char *pspawn_context_reason(const pspawn_context_t *ctx);
+
+/* Nonzero while the context spawns through its zygote; 0 once it has
+ * fallen back to exec for good (see pspawn_context_reason()). */
+int pspawn_context_uses_zygote(const pspawn_context_t *ctx);
+
+/* Pid of the zygote, or -1 when there is none. */
+pid_t pspawn_context_zygote_pid(const pspawn_context_t *ctx);
+
+/* How long to wait for the zygote to make progress before it is declared
+ * hung, killed, and the requests in flight retried by exec.  Default 10000
+ * ms, or PSPAWN_TIMEOUT (seconds, may be fractional) from the environment. */
+void pspawn_context_set_timeout(pspawn_context_t *ctx, int timeout_ms);
+
+/* ---- the paper's calls ------------------------------------------------- */
+
+/* Launch one task with ARGV (argv[0] as the task sees it) and the caller's
+ * environ, cwd, fds 0-2, signal mask, rlimits, umask and affinity, as
+ * posix_spawn(3) would.  Returns the pid (the task is the caller's child),
+ * or -1 with errno set. */
+pid_t pspawn(pspawn_context_t *ctx, char *const argv[]);
+
+/* Launch N tasks, all with ARGV, as pspawn().  PIDS receives N pids (-1 for
+ * a task that could not be created).  Returns 0 if all N were created, else
+ * the error of the first that was not; the others were still created. */
+int pspawn_n(pid_t *pids, pspawn_context_t *ctx, int n, char *const argv[]);
+
+/* ---- extended calls ---------------------------------------------------- */
+
+/* As posix_spawn(3): one task with ARGV and ENVP (NULL: the caller's
+ * environ) and the attributes in ATTR (NULL: defaults). */
+int pspawn_ex(pid_t *pid, pspawn_context_t *ctx, const pspawn_attr_t *attr,
+              char *const argv[], char *const envp[]);
+
+/* N tasks sharing ARGV, ENVP and ATTR. */
+int pspawn_n_ex(pid_t *pids, pspawn_context_t *ctx, int n,
+                const pspawn_attr_t *attr, char *const argv[],
+                char *const envp[]);
+
+/* One instance of a vector spawn: its own argv, envp and CPU set; results
+ * are written back into it. */
+typedef struct pspawn_task {
+    char *const *argv;      /* in: required */
+    char *const *envp;      /* in: NULL = the call's ENVP */
+    const cpu_set_t *cpuset;/* in: NULL = the attr's CPU set, if any */
+    size_t cpusetsize;      /* in: size of *cpuset in bytes */
+    pid_t pid;              /* out: pid, or -1 */
+    int pidfd;              /* out: pidfd if PSPAWN_PIDFD, else -1 */
+    int error;              /* out: 0, or the error for this task */
+} pspawn_task_t;
+
+/* Vector spawn: create N tasks, each with its own argv, envp and CPU set,
+ * sharing ATTR (NULL: defaults) and ENVP (NULL: the caller's environ) where
+ * a task gives none.  Tasks are created in order and pipelined through the
+ * zygote.  Returns 0 if every task was created, else the error of the first
+ * task that was not; every task's own error and pid are in TASKS[i]. */
+int pspawn_vector(pspawn_context_t *ctx, pspawn_task_t *tasks, size_t n,
+                  const pspawn_attr_t *attr, char *const envp[]);
+
+/* ---- attributes -------------------------------------------------------- */
+
+int pspawn_attr_init(pspawn_attr_t *attr);
+void pspawn_attr_destroy(pspawn_attr_t *attr);
+
+/* File actions, applied in the order they were added, on top of the
+ * default set: fds 0, 1 and 2 of the caller at the same numbers.  Every
+ * other fd is closed in the task (the fds of the protocol included), so a
+ * task has exactly: 0-2 unless closed, plus what was added here.
+ *   addopen:    open(PATH, OFLAG, MODE) at FD
+ *   adddup2:    the caller's FD (at the time of the spawn) as NEWFD
+ *   addclose:   no FD in the task (only meaningful for 0-2 or an fd
+ *               added by an earlier action)
+ *   addinherit: the caller's FD at the same number
+ * Return 0, EBADF (negative fd) or ENOMEM. */
+int pspawn_attr_addopen(pspawn_attr_t *attr, int fd, const char *path,
+                        int oflag, mode_t mode);
+int pspawn_attr_adddup2(pspawn_attr_t *attr, int fd, int newfd);
+int pspawn_attr_addclose(pspawn_attr_t *attr, int fd);
+int pspawn_attr_addinherit(pspawn_attr_t *attr, int fd);
+
+/* Working directory of the task (default: the caller's at spawn time). */
+int pspawn_attr_setcwd(pspawn_attr_t *attr, const char *path);
+
+/* CPU set of every task (default: the caller's affinity). */
+int pspawn_attr_setcpuset(pspawn_attr_t *attr, size_t setsize,
+                          const cpu_set_t *set);
+
+/* Signal mask of the task (default: the caller's mask at spawn time). */
+int pspawn_attr_setsigmask(pspawn_attr_t *attr, const sigset_t *mask);
+
+/* Signals set to SIG_DFL in the task even if the caller ignores them
+ * (default: as exec, handled signals reset, ignored signals stay ignored). */
+int pspawn_attr_setsigdefault(pspawn_attr_t *attr, const sigset_t *set);
+
+/* Process group: PGID 0 puts each task in a new group of its own; a pid
+ * joins that group.  Default: the caller's group. */
+int pspawn_attr_setpgroup(pspawn_attr_t *attr, pid_t pgid);
+
+/* Each task starts a new session (setsid). */
+int pspawn_attr_setsid(pspawn_attr_t *attr);
+
+/* umask of the task (default: the caller's at spawn time). */
+int pspawn_attr_setumask(pspawn_attr_t *attr, mode_t mask);
+
+/* Resource limit RESOURCE of the task (default: the caller's).  EINVAL for
+ * an unknown resource. */
+int pspawn_attr_setrlimit(pspawn_attr_t *attr, int resource,
+                          const struct rlimit *rlim);
+
+#define PSPAWN_PIDFD      0x1u  /* return a pidfd per task (vector call) */
+#define PSPAWN_FORCE_EXEC 0x2u  /* always plain exec (the reference path) */
+int pspawn_attr_setflags(pspawn_attr_t *attr, unsigned flags);
+
+/* ---- helpers ----------------------------------------------------------- */
+
+/* Resolve FILE as execvp(3) would, using PATH from ENVP (NULL: the
+ * caller's environ; default search path if unset), into OUT (OUTLEN
+ * bytes).  Returns 0, ENOENT, EACCES (found, but not executable) or
+ * ENAMETOOLONG. */
+int pspawn_resolve(const char *file, char *const envp[], char *out,
+                   size_t outlen);
+
+/* Plain exec of PATH with the same attributes as the zygote path: the
+ * reference that the fast path must match, and the fallback it uses. */
+int pspawn_exec(pid_t *pid, const char *path, const pspawn_attr_t *attr,
+                char *const argv[], char *const envp[]);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
