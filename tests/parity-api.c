@@ -597,6 +597,10 @@ static void check_vector(pspawn_context_t *ctx, const char *path, int data_fd,
         rc = pspawn_vector(ctx, tasks, 2, &attr, envcall);
         capture_end();
         pspawn_attr_destroy(&attr);
+        /* Before reaping: the pidfd of a reaped task shows no pid. */
+        tap_ok(pidfd_matches(tasks[0].pidfd, tasks[0].pid) &&
+               pidfd_matches(tasks[1].pidfd, tasks[1].pid),
+               "%s: PSPAWN_PIDFD gives each task a pidfd for its pid", method);
         for (int i = 0; i < 2; i++) {
             int ok = 0;
             const char *st = tasks[i].pid > 0 ? wait_status(tasks[i].pid, &ok) : "no pid";
@@ -606,10 +610,6 @@ static void check_vector(pspawn_context_t *ctx, const char *path, int data_fd,
             }
         }
         tap_ok(rc == 0 && all_ok, "%s: 2 tasks spawned and exited 0 (rc %d)", method, rc);
-        /* The tasks are reaped: a pidfd must still name its task. */
-        tap_ok(pidfd_matches(tasks[0].pidfd, tasks[0].pid) &&
-               pidfd_matches(tasks[1].pidfd, tasks[1].pid),
-               "%s: PSPAWN_PIDFD gives each task a pidfd for its pid", method);
         for (int i = 0; i < 2; i++)
             if (tasks[i].pidfd >= 0)
                 close(tasks[i].pidfd);

@@ -138,8 +138,15 @@ static const char *status_field(const char *status, const char *name,
     return val;
 }
 
-/* A hex signal mask of /proc/self/status as a list of signal numbers. */
-static void kv_sigmask(const char *key, const char *status, const char *field)
+/* Signals 32 and 33 belong to glibc (SIGCANCEL, SIGSETXID): how they are
+ * left depends on the launcher's libc (glibc's posix_spawn leaves them
+ * ignored, fork+execve does not), not on exec, so they are shown apart. */
+#define GLIBC_INTERNAL(sig) ((sig) == 32 || (sig) == 33)
+
+/* A hex signal mask of /proc/self/status as a list of signal numbers,
+ * those of the glibc-internal signals (INTERNAL) or the others. */
+static void kv_sigmask(const char *key, const char *status, const char *field,
+                       int internal)
 {
     char hex[64], list[512];
     unsigned long long mask;
@@ -149,7 +156,7 @@ static void kv_sigmask(const char *key, const char *status, const char *field)
     mask = strtoull(hex, NULL, 16);
     list[0] = '\0';
     for (int sig = 1; sig <= 64; sig++)
-        if (mask & (1ULL << (sig - 1)))
+        if ((mask & (1ULL << (sig - 1))) && !GLIBC_INTERNAL(sig) == !internal)
             len += (size_t)snprintf(list + len, sizeof list - len, "%s%d",
                                     len ? "," : "", sig);
     kv_str(key, len ? list : "none");
@@ -408,11 +415,14 @@ int main(int argc, char **argv)
     kv_str("exe.comm", n < 0 ? "(unreadable)" : val);
 
     slurp("/proc/self/status", status, sizeof status);
-    kv_sigmask("sig.ignored", status, "SigIgn");
-    kv_sigmask("sig.caught", status, "SigCgt");
-    kv_sigmask("sigmask.blocked", status, "SigBlk");
-    kv_sigmask("sigmask.pending", status, "SigPnd");
-    kv_sigmask("sigmask.shared_pending", status, "ShdPnd");
+    kv_sigmask("sig.ignored", status, "SigIgn", 0);
+    kv_sigmask("sig.caught", status, "SigCgt", 0);
+    kv_sigmask("sigmask.blocked", status, "SigBlk", 0);
+    kv_sigmask("sigmask.pending", status, "SigPnd", 0);
+    kv_sigmask("sigmask.shared_pending", status, "ShdPnd", 0);
+    kv_sigmask("x.glibc_signals_ignored", status, "SigIgn", 1);
+    kv_sigmask("x.glibc_signals_caught", status, "SigCgt", 1);
+    kv_sigmask("x.glibc_signals_blocked", status, "SigBlk", 1);
 
     kv_str("cwd", getcwd(cwd, sizeof cwd) ? cwd : strerror(errno));
     mask = umask(0);
