@@ -13,11 +13,11 @@
  * smaller than PIPE_BUF, so writes from many processes never interleave.
  *
  * Release ("go"): the request memfd is mapped shared by the launcher (rw)
- * and the zygote (ro), and so by every task cloned from it.  A task waits
- * on the futex word `go`; when it turns nonzero it runs, unless its byte
- * in abort[] is set, in which case it exits 127 without running: that is
- * how tasks whose report the launcher never saw (the zygote died) are
- * cancelled and retried by exec, never duplicated.
+ * and the zygote (ro), and so by every task cloned from it.  Each task
+ * waits on its own futex word go[i], which the launcher sets as soon as it
+ * has read the task's report: GO_RUN, or GO_CANCEL for a task whose report
+ * it never saw (the zygote died), which then exits 127 without running and
+ * is retried by exec: never lost, never duplicated.
  */
 #ifndef PSPAWN_PROTOCOL_H
 #define PSPAWN_PROTOCOL_H
@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 #define PSPAWN_MAGIC        0x70737077u /* "psp" + version 'w' */
-#define PSPAWN_REQ_MAX      64          /* tasks per request */
+#define PSPAWN_REQ_MAX      64
 #define PSPAWN_FD_MAX       64          /* fds passed per request */
 #define PSPAWN_REPORT_DONE  0xffffffffu
 
@@ -100,8 +100,10 @@ struct wire_rlimit {
 #define REQ_CPUSET      0x10u
 
 /* Layout of the request memfd. Offsets are from its start. */
+enum { GO_HOLD = 0, GO_RUN = 1, GO_CANCEL = 2 };
+
 struct wire_request {
-    uint32_t go;            /* futex: 0 = hold, 1 = released */
+    uint32_t go[PSPAWN_REQ_MAX];    /* futex words, one per task */
     uint32_t ntasks;
     uint32_t flags;         /* REQ_* */
     uint32_t umask;
@@ -116,7 +118,6 @@ struct wire_request {
     uint32_t actions;       /* offset of wire_action[nactions] */
     uint32_t tasks;         /* offset of wire_task[ntasks] */
     unsigned char cpuset[PSPAWN_CPUSET_BYTES];
-    unsigned char abort[PSPAWN_REQ_MAX];
 };
 
 struct wire_task {

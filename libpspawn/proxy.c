@@ -334,14 +334,17 @@ static int strings_valid(const char *base, size_t size, const struct wire_task *
 
 static void wait_go(const struct wire_request *w, uint32_t index)
 {
-    while (!__atomic_load_n(&w->go, __ATOMIC_ACQUIRE)) {
+    const uint32_t *go = &w->go[index];
+    uint32_t v;
+    while ((v = __atomic_load_n(go, __ATOMIC_ACQUIRE)) == GO_HOLD) {
         struct timespec ts = { 1, 0 };
-        syscall(SYS_futex, &w->go, FUTEX_WAIT, 0, &ts, NULL, 0);
+        syscall(SYS_futex, go, FUTEX_WAIT, GO_HOLD, &ts, NULL, 0);
         /* The launcher died before releasing us: we never ran. */
-        if (!__atomic_load_n(&w->go, __ATOMIC_ACQUIRE) && getppid() != (pid_t)w->launcher_pid)
+        if (__atomic_load_n(go, __ATOMIC_ACQUIRE) == GO_HOLD &&
+            getppid() != (pid_t)w->launcher_pid)
             _exit(127);
     }
-    if (w->abort[index])
+    if (v != GO_RUN)
         _exit(127);
 }
 
@@ -548,15 +551,17 @@ static double now_ns(void)
     return t.tv_sec * 1e9 + t.tv_nsec;
 }
 
-/* The floor: fork the parked program N times with no protocol at all. */
-static void run_floor(int argc, char **argv)
+/* The floor: fork the parked program N times with no protocol at all.
+ * Returns in each child, which then runs main() and exits through
+ * __libc_start_main exactly as a task does. */
+static void run_floor(void)
 {
     double t0 = now_ns();
     long started = 0;
     for (long i = 0; i < P.floor; i++) {
         pid_t pid = clone_task(0);
         if (pid == 0)
-            _exit(P.real_main(argc, argv, environ));
+            return;
         if (pid > 0)
             started++;
     }
@@ -580,8 +585,10 @@ static int park_main(int argc, char **argv, char **envp)
     }
     fflush(NULL);
     record_parked_state();
-    if (P.floor)
-        run_floor(argc, argv);
+    if (P.floor) {
+        run_floor();
+        return P.real_main(argc, argv, environ);
+    }
     send_ready(ZYGOTE_PARKED, 0);
     struct task_start ts = serve();
     return P.real_main(ts.argc, ts.argv, ts.envp);

@@ -75,10 +75,14 @@ static char *put_strv(char *p, char *const *v)
     return p;
 }
 
+static void set_go(struct outstanding *o, int index, uint32_t v)
+{
+    __atomic_store_n(&o->map->go[index], v, __ATOMIC_RELEASE);
+    syscall(SYS_futex, &o->map->go[index], FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
 static void release(struct outstanding *o)
 {
-    __atomic_store_n(&o->map->go, 1, __ATOMIC_RELEASE);
-    syscall(SYS_futex, &o->map->go, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
     munmap(o->map, o->size);
     close(o->memfd);
 }
@@ -274,9 +278,11 @@ static void take_report(struct batch *b, const struct task_report *r)
         if (t->pidfd >= 0)
             fcntl(t->pidfd, F_SETFD, FD_CLOEXEC);
     }
+    /* We have its pid: it may run (and exit) now. */
+    set_go(o, (int)r->index, GO_RUN);
 }
 
-/* Release every request whose tasks all reported. */
+/* Retire every request whose tasks all reported. */
 static void finish_requests(struct batch *b)
 {
     for (int i = 0; i < b->nout;) {
@@ -331,7 +337,7 @@ static void zygote_lost(struct batch *b, int kill_it, const char *why)
         struct outstanding *o = &b->out[i];
         for (int j = 0; j < o->k; j++)
             if (!o->seen[j]) {
-                o->map->abort[j] = 1;
+                set_go(o, j, GO_CANCEL);
                 b->state[o->idx[j]] = T_TODO;
             }
     }
