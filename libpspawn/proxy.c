@@ -584,6 +584,12 @@ static int park_main(int argc, char **argv, char **envp)
         _exit(0);
     }
     fflush(NULL);
+    /* Serve only the user who started us. */
+    struct ucred peer;
+    socklen_t len = sizeof peer;
+    if (P.sock >= 0 && (getsockopt(P.sock, SOL_SOCKET, SO_PEERCRED, &peer, &len) < 0 ||
+                        peer.uid != getuid()))
+        _exit(1);
     record_parked_state();
     if (P.floor) {
         run_floor();

@@ -388,8 +388,11 @@ static void zygote_batch(struct batch *b)
         }
         if (b->nout == 0)
             return;
-        struct pollfd pfd[2] = { { z->report_r, POLLIN, 0 }, { z->pidfd, POLLIN, 0 } };
-        int np = z->pidfd >= 0 ? 2 : 1;
+        /* Death shows on the pidfd, or (kernels without pidfds) as a hang-up
+         * of the socket, which tasks close first thing. */
+        struct pollfd pfd[3] = { { z->report_r, POLLIN, 0 }, { z->sock, 0, 0 },
+                                 { z->pidfd, POLLIN, 0 } };
+        int np = z->pidfd >= 0 ? 3 : 2;
         int r;
         while ((r = poll(pfd, (nfds_t)np, z->timeout_ms)) < 0 && errno == EINTR)
             ;
@@ -403,7 +406,7 @@ static void zygote_batch(struct batch *b)
         if (pfd[0].revents & POLLIN)
             read_reports(b);
         finish_requests(b);
-        if (np == 2 && (pfd[1].revents & POLLIN)) {
+        if ((np == 3 && (pfd[2].revents & POLLIN)) || (pfd[1].revents & (POLLHUP | POLLERR))) {
             /* Died: take what it said before dying, then cancel the rest. */
             read_reports(b);
             finish_requests(b);
