@@ -266,6 +266,17 @@ int pspawn_call_init(struct call *c, const pspawn_attr_t *attrp, char *const env
         c->flags |= REQ_SETPGROUP;
         c->pgroup = a->pgroup;
     }
+    /* Exec keeps the caller's scheduling: the zygote's may differ now. */
+    errno = 0;
+    c->nice = getpriority(PRIO_PROCESS, 0);
+    if (errno == 0)
+        c->flags |= REQ_NICE;
+    struct sched_param sp;
+    c->sched_policy = sched_getscheduler(0);
+    if (c->sched_policy >= 0 && sched_getparam(0, &sp) == 0) {
+        c->sched_priority = sp.sched_priority;
+        c->flags |= REQ_SCHED;
+    }
     if (a && (a->set & ATTR_CPUSET)) {
         memcpy(c->cpuset, a->cpuset, sizeof c->cpuset);
         c->have_cpuset = 1;

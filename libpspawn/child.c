@@ -62,14 +62,34 @@ static int max_target(const struct child_setup *s)
     return hi;
 }
 
-/* Move every fd that must outlive the actions above all targets, so that
- * no action can clobber a descriptor still to be used. */
+static int is_target(const struct child_setup *s, int fd)
+{
+    for (int i = 0; i < s->nactions; i++)
+        if (s->actions[i].kind != FA_CLOSE && s->actions[i].fd == fd)
+            return 1;
+    return 0;
+}
+
+/* Move every fd that must outlive the actions off the numbers the actions
+ * write, so that no action clobbers a descriptor still to be used.  Above
+ * all targets when the fd limit allows, else at the lowest free number
+ * that is no target. */
 static int move_fds_up(struct child_setup *s, int floor)
 {
     for (int i = 0; i < s->nfds; i++) {
-        if (s->fds[i] < 0 || s->fds[i] >= floor)
+        if (s->fds[i] < 0 || !is_target(s, s->fds[i]))
             continue;
         int nfd = fcntl(s->fds[i], F_DUPFD_CLOEXEC, floor);
+        for (int lo = 3; nfd < 0 && errno == EINVAL;) {
+            int t = fcntl(s->fds[i], F_DUPFD_CLOEXEC, lo);
+            if (t < 0)
+                break;
+            if (!is_target(s, t)) {
+                nfd = t;
+                break;
+            }
+            lo = t + 1; /* a target: an action overwrites or closes it */
+        }
         if (nfd < 0)
             return errno;
         /* Other slots may name the same fd (one source, two targets). */
@@ -134,17 +154,24 @@ int pspawn_child_setup(struct child_setup *s)
      * task's working directory. */
     if ((s->flags & REQ_CWD) && chdir(s->cwd) < 0)
         return errno;
+    if (s->flags & REQ_UMASK)
+        umask(s->umask);
     if ((err = move_fds_up(s, max_target(s) + 1)))
         return err;
     if ((err = apply_actions(s)))
         return err;
-    if (s->flags & REQ_UMASK)
-        umask(s->umask);
     for (int i = 0; i < s->nrlimits; i++) {
         struct rlimit rl = { s->rlimits[i].cur, s->rlimits[i].max };
         if (setrlimit(s->rlimits[i].resource, &rl) < 0)
             return errno;
     }
+    if (s->flags & REQ_SCHED) {
+        struct sched_param sp = { .sched_priority = s->sched_priority };
+        if (sched_setscheduler(0, s->sched_policy, &sp) < 0)
+            return errno;
+    }
+    if ((s->flags & REQ_NICE) && setpriority(PRIO_PROCESS, 0, s->nice) < 0)
+        return errno;
     if (s->cpuset && sched_setaffinity(0, PSPAWN_CPUSET_BYTES,
                                        (const cpu_set_t *)s->cpuset) < 0)
         return errno;
@@ -216,4 +243,20 @@ void pspawn_child_close_others(const int *keep, int nkeep)
         lo = (unsigned)keep[i] + 1;
     }
     close_span(lo, ~0u);
+}
+
+int pspawn_child_exec(void *arg)
+{
+    struct child_exec *a = arg;
+    int keep[PSPAWN_FD_MAX + 8];
+    int err = pspawn_child_setup(a->setup);
+    if (!err) {
+        int nkeep = pspawn_child_keep_list(a->setup, NULL, 0, keep);
+        pspawn_child_close_others(keep, nkeep);
+        pspawn_child_sigmask(a->sigmask);
+        execve(a->path, a->argv, a->envp);
+        err = errno;
+    }
+    a->err = err;
+    _exit(127);
 }

@@ -27,6 +27,8 @@ struct child_setup {
     unsigned flags;         /* REQ_* */
     mode_t umask;
     pid_t pgroup;
+    int nice;
+    int sched_policy, sched_priority;
     const char *cwd;
     const unsigned char *cpuset;        /* PSPAWN_CPUSET_BYTES, or NULL */
     const struct wire_rlimit *rlimits;
@@ -44,9 +46,22 @@ struct child_setup {
     int emulate_cloexec;
 };
 
-/* Apply S to the calling process: signals, session or process group, fds,
- * cwd, umask, rlimits, CPU set, in that order.  Returns 0 or an errno. */
+/* Apply S to the calling process: signals, session or process group, cwd,
+ * umask (so that files the actions create get it), fds, rlimits,
+ * scheduling, CPU set, in that order.  Returns 0 or an errno. */
 int pspawn_child_setup(struct child_setup *s);
+
+/* The exec path's child, run on a vfork stack by clone(CLONE_VM):
+ * ARG is a struct child_exec.  Never returns. */
+struct child_exec {
+    const char *path;
+    char *const *argv;
+    char *const *envp;
+    struct child_setup *setup;
+    uint64_t sigmask;
+    volatile int err;       /* set if the exec failed */
+};
+int pspawn_child_exec(void *arg);
 
 /* Collect the fds a task keeps after setup: every target left open by the
  * actions of S, plus EXTRA[0..NEXTRA).  KEEP must hold nactions + nextra

@@ -15,35 +15,10 @@
 
 #include "internal.h"
 
-struct exec_args {
-    const char *path;
-    char *const *argv;
-    char *const *envp;
-    struct child_setup *setup;
-    uint64_t sigmask;
-    volatile int err;
-};
-
-static int exec_child(void *p)
-{
-    struct exec_args *a = p;
-    int keep[PSPAWN_FD_MAX + 8];
-    int err = pspawn_child_setup(a->setup);
-    if (!err) {
-        int nkeep = pspawn_child_keep_list(a->setup, NULL, 0, keep);
-        pspawn_child_close_others(keep, nkeep);
-        pspawn_child_sigmask(a->sigmask);
-        execve(a->path, a->argv, a->envp);
-        err = errno;
-    }
-    a->err = err;
-    _exit(127);
-}
-
 int pspawn_exec_setup(pid_t *pidp, const char *path, struct child_setup *s,
                       uint64_t sigmask, char *const argv[], char *const envp[])
 {
-    struct exec_args a = { path, argv, envp, s, sigmask, 0 };
+    struct child_exec a = { path, argv, envp, s, sigmask, 0 };
     size_t stack_size = 64 * 1024;
     char *stack = mmap(NULL, stack_size, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
@@ -54,7 +29,7 @@ int pspawn_exec_setup(pid_t *pidp, const char *path, struct child_setup *s,
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old);
-    pid_t pid = clone(exec_child, stack + stack_size, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
+    pid_t pid = clone(pspawn_child_exec, stack + stack_size, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
     int err = pid < 0 ? errno : 0;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     munmap(stack, stack_size);
@@ -73,28 +48,32 @@ int pspawn_exec_setup(pid_t *pidp, const char *path, struct child_setup *s,
 int pspawn_exec_task(pid_t *pid, const char *path, const struct call *c,
                      const unsigned char *cpuset, char *const argv[], char *const envp[])
 {
+    /* The child is a copy of the caller: it already has the caller's cwd,
+     * umask, rlimits, scheduling and affinity, so only what the attribute
+     * object asks for is applied. */
+    const struct pspawn_attr_impl *a = c->attr;
+    unsigned set = a ? a->set : 0;
     int fds[PSPAWN_FD_MAX];
     memcpy(fds, c->fds, c->nfds * sizeof(int));
     struct child_setup s = {
-        .flags = c->flags,
+        .flags = c->flags & (REQ_SETSID | REQ_SETPGROUP |
+                             ((set & ATTR_CWD) ? REQ_CWD : 0) | ((set & ATTR_UMASK) ? REQ_UMASK : 0)),
         .umask = c->umask,
         .pgroup = c->pgroup,
         .cwd = c->cwd,
-        .cpuset = cpuset ? cpuset : (c->have_cpuset ? c->cpuset : NULL),
-        .rlimits = c->rlimits,
-        .nrlimits = c->nrlimits,
+        .cpuset = cpuset ? cpuset : ((set & ATTR_CPUSET) ? c->cpuset : NULL),
+        .rlimits = a ? a->rlimits : NULL,
+        .nrlimits = a ? a->nrlimits : 0,
         .actions = c->actions,
         .nactions = c->nactions,
         .fds = fds,
         .nfds = c->nfds,
         /* exec resets handled signals itself, but the child must not run
          * the caller's handlers before it gets there. */
-        .sig_default = c->handled | (c->sigdef & ~c->ignored),
+        .sig_default = c->handled | c->sigdef,
         .sig_ignore = 0,
         .emulate_cloexec = 0,
     };
-    /* sigdef also resets signals the caller ignores. */
-    s.sig_default |= c->sigdef;
     return pspawn_exec_setup(pid, path, &s, c->sigmask, argv, envp);
 }
 

@@ -257,7 +257,7 @@ int pspawn_resolve(const char *file, char *const envp[], char *out, size_t outle
         }
     if (!path)
         path = "/bin:/usr/bin";
-    int seen_eacces = 0;
+    int seen_eacces = 0, too_long = 0;
     size_t flen = strlen(file);
     for (const char *p = path;; p++) {
         const char *colon = strchrnul(p, ':');
@@ -278,10 +278,12 @@ int pspawn_resolve(const char *file, char *const envp[], char *out, size_t outle
             } else if (errno == EACCES) {
                 seen_eacces = 1;
             }
+        } else {
+            too_long = 1;
         }
         if (!*colon)
             break;
         p = colon;
     }
-    return seen_eacces ? EACCES : ENOENT;
+    return seen_eacces ? EACCES : too_long ? ENAMETOOLONG : ENOENT;
 }

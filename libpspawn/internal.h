@@ -80,6 +80,8 @@ struct call {
     char cwd[PATH_MAX];
     mode_t umask;
     pid_t pgroup;
+    int nice;
+    int sched_policy, sched_priority;
     uint64_t sigmask;
     uint64_t handled;               /* signals with a handler in the caller */
     uint64_t ignored;               /* ignored in the caller and not in sigdef */

@@ -98,6 +98,8 @@ struct wire_rlimit {
 #define REQ_CWD         0x4u
 #define REQ_UMASK       0x8u
 #define REQ_CPUSET      0x10u
+#define REQ_NICE        0x20u
+#define REQ_SCHED       0x40u
 
 /* Layout of the request memfd. Offsets are from its start. */
 enum { GO_HOLD = 0, GO_RUN = 1, GO_CANCEL = 2 };
@@ -108,6 +110,9 @@ struct wire_request {
     uint32_t flags;         /* REQ_* */
     uint32_t umask;
     int32_t pgroup;
+    int32_t nice;
+    int32_t sched_policy;
+    int32_t sched_priority;
     uint32_t launcher_pid;  /* tasks that outlive it unreleased exit */
     uint64_t sigmask;       /* signals 1..64, bit n-1 */
     uint64_t sigign;        /* the launcher's ignored signals, minus sigdefault */

@@ -55,6 +55,7 @@ static struct {
     main_fn real_main;
     char cwd[PATH_MAX];
     mode_t umask;
+    int nice, sched_policy, sched_priority;
     struct rlimit rl[RLIM_NLIMITS];
     unsigned char cpuset[PSPAWN_CPUSET_BYTES];
     uint64_t ctor_sigs;     /* dispositions a constructor set */
@@ -249,6 +250,12 @@ static void record_parked_state(void)
     umask(P.umask);
     for (int r = 0; r < RLIM_NLIMITS; r++)
         getrlimit(r, &P.rl[r]);
+    errno = 0;
+    P.nice = getpriority(PRIO_PROCESS, 0);
+    struct sched_param sp = { 0 };
+    P.sched_policy = sched_getscheduler(0);
+    sched_getparam(0, &sp);
+    P.sched_priority = sp.sched_priority;
     sched_getaffinity(0, sizeof P.cpuset, (cpu_set_t *)P.cpuset);
     for (int sig = 1; sig <= 64; sig++) {
         struct sigaction sa;
@@ -459,6 +466,11 @@ static int serve_request(const char *base, size_t size, uint32_t id, int *fds, i
         flags |= REQ_CWD;
     if ((w->flags & REQ_UMASK) && (mode_t)w->umask != P.umask)
         flags |= REQ_UMASK;
+    if ((w->flags & REQ_NICE) && w->nice != P.nice)
+        flags |= REQ_NICE;
+    if ((w->flags & REQ_SCHED) &&
+        (w->sched_policy != P.sched_policy || w->sched_priority != P.sched_priority))
+        flags |= REQ_SCHED;
     static int tfds[PSPAWN_FD_MAX + 2];
     memcpy(tfds, fds, nfds * sizeof(int));
     tfds[nfds] = P.report;
@@ -467,6 +479,9 @@ static int serve_request(const char *base, size_t size, uint32_t id, int *fds, i
         .flags = flags,
         .umask = (mode_t)w->umask,
         .pgroup = w->pgroup,
+        .nice = w->nice,
+        .sched_policy = w->sched_policy,
+        .sched_priority = w->sched_priority,
         .cwd = base + w->cwd,
         .cpuset = (w->flags & REQ_CPUSET) && memcmp(w->cpuset, P.cpuset, sizeof P.cpuset)
                       ? w->cpuset : NULL,

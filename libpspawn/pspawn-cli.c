@@ -445,6 +445,8 @@ int main(int argc, char **argv)
     int err = pspawn_resolve(targv[0], NULL, path, sizeof path);
     if (err) {
         fprintf(stderr, "%s: %s: %s\n", progname, targv[0], strerror(err));
+        free(opt.extra_env);
+        free(opt.bind_list);
         return err == ENOENT ? 127 : 126;
     }
     /* Enough fds for two pipes per task with --label. */
@@ -484,6 +486,9 @@ int main(int argc, char **argv)
         err = pspawn_context_create(&ctx, path, -1);
         if (err) {
             fprintf(stderr, "%s: %s: %s\n", progname, targv[0], strerror(err));
+            free(tasks);
+            free(opt.extra_env);
+            free(opt.bind_list);
             return err == ENOENT ? 127 : 126;
         }
     }
@@ -562,21 +567,32 @@ int main(int argc, char **argv)
                         forward(tasks, sigs[i]);
             reap_all(tasks, &running);
         }
-        for (int i = 0; i < opt.n; i++) {
-            drain_fd(&tasks[i], i, 0, 0);
-            drain_fd(&tasks[i], i, 1, 0);
-        }
+        for (int k = 1; k < np; k++)
+            if (pfd[k].revents)
+                for (int i = 0; i < opt.n; i++) {
+                    if (tasks[i].out == pfd[k].fd)
+                        drain_fd(&tasks[i], i, 0, 0);
+                    else if (tasks[i].err == pfd[k].fd)
+                        drain_fd(&tasks[i], i, 1, 0);
+                }
     }
     if (gave_tty)
         tcsetpgrp(0, getpgrp());
 
     int code = 0;
-    for (int i = 0; i < opt.n; i++)
+    for (int i = 0; i < opt.n; i++) {
         if (tasks[i].pid > 0 && tasks[i].done) {
             int c2 = exit_code_of(tasks[i].status);
             if (c2 > code)
                 code = c2;
         }
+        free(tasks[i].obuf);
+        free(tasks[i].ebuf);
+    }
+    free(tasks);
+    free(pfd);
+    free(opt.extra_env);
+    free(opt.bind_list);
     if (err)
         return err == ENOENT ? 127 : 126;
     if (timed_out)

@@ -42,6 +42,7 @@ struct outstanding {
 struct batch {
     struct pspawn_zygote *z;
     pspawn_task_t *tasks;
+    char ***zargv;          /* #! programs: argv as the kernel makes it */
     size_t n;
     const struct call *c;
     unsigned char *state;
@@ -53,6 +54,12 @@ struct batch {
 static char *const *task_envp(const struct batch *b, size_t i)
 {
     return b->tasks[i].envp ? b->tasks[i].envp : b->c->envp;
+}
+
+/* The argv a task gets: for a #! script, the one the kernel would make. */
+static char *const *task_argv(const struct batch *b, size_t i)
+{
+    return b->zargv ? b->zargv[i] : b->tasks[i].argv;
 }
 
 static size_t strv_bytes(char *const *v, uint32_t *count)
@@ -119,7 +126,7 @@ static int send_request(struct batch *b)
     size += o->k * sizeof(struct wire_task);
     for (int j = 0; j < o->k; j++) {
         uint32_t cnt;
-        size += strv_bytes(b->tasks[o->idx[j]].argv, &cnt);
+        size += strv_bytes(task_argv(b, o->idx[j]), &cnt);
         size += strv_bytes(task_envp(b, o->idx[j]), &cnt);
     }
     if (size > UINT32_MAX)
@@ -144,6 +151,9 @@ static int send_request(struct batch *b)
     w->flags = c->flags;
     w->umask = c->umask;
     w->pgroup = c->pgroup;
+    w->nice = c->nice;
+    w->sched_policy = c->sched_policy;
+    w->sched_priority = c->sched_priority;
     w->launcher_pid = (uint32_t)getpid();
     w->sigmask = c->sigmask;
     w->sigign = c->ignored;
@@ -175,12 +185,12 @@ static int send_request(struct batch *b)
         const pspawn_task_t *t = &b->tasks[o->idx[j]];
         char *start = p;
         wt[j].strings = (uint32_t)(p - base);
-        p = put_strv(p, t->argv);
+        p = put_strv(p, task_argv(b, o->idx[j]));
         wt[j].strings_len = (uint32_t)(p - start);
         start = p;
         p = put_strv(p, task_envp(b, o->idx[j]));
         wt[j].env_len = (uint32_t)(p - start);
-        strv_bytes(t->argv, &wt[j].argc);
+        strv_bytes(task_argv(b, o->idx[j]), &wt[j].argc);
         strv_bytes(task_envp(b, o->idx[j]), &wt[j].envc);
         if (t->cpuset) {
             wt[j].has_cpuset = 1;
@@ -416,6 +426,47 @@ static void zygote_batch(struct batch *b)
     }
 }
 
+static void free_script_argvs(struct batch *b)
+{
+    for (size_t i = 0; b->zargv && i < b->n; i++)
+        free(b->zargv[i]);
+    free(b->zargv);
+    b->zargv = NULL;
+}
+
+/* binfmt_script: the interpreter words, then the script's path in place
+ * of argv[0], then argv[1...]. */
+static char ***script_argvs(struct batch *b)
+{
+    const struct program *p = &b->z->prog;
+    char ***v = calloc(b->n, sizeof *v);
+    if (!v)
+        return NULL;
+    for (size_t i = 0; i < b->n; i++) {
+        char *const *argv = b->tasks[i].argv;
+        size_t argc = 0;
+        while (argv && argv[argc])
+            argc++;
+        v[i] = calloc(p->ninterp + argc + 2, sizeof(char *));
+        if (!v[i]) {
+            b->zargv = v;
+            free_script_argvs(b);
+            return NULL;
+        }
+        size_t k = 0;
+        for (int j = 0; j < p->ninterp; j++)
+            v[i][k++] = p->interp_argv[j];
+        v[i][k++] = p->path;
+        for (size_t j = 1; j < argc; j++)
+            v[i][k++] = argv[j];
+        /* exec fails if the rewritten list is too big, too */
+        if (!b->tasks[i].error && b->state[i] != T_DONE &&
+            (b->tasks[i].error = pspawn_args_too_big(p->exe, v[i], task_envp(b, i))))
+            b->state[i] = T_DONE;
+    }
+    return v;
+}
+
 int pspawn_run_vector(struct pspawn_zygote *z, pspawn_task_t *tasks, size_t n,
                       const struct call *c)
 {
@@ -445,8 +496,11 @@ int pspawn_run_vector(struct pspawn_zygote *z, pspawn_task_t *tasks, size_t n,
                         "(device, inode, size or mtime differ)");
         use_zygote = 0;
     }
+    if (use_zygote && n > 0 && z->prog.ninterp && !(b.zargv = script_argvs(&b)))
+        use_zygote = 0;
     if (use_zygote && n > 0)
         zygote_batch(&b);
+    free_script_argvs(&b);
 
     /* Everything the zygote did not serve: a plain exec, once. */
     for (size_t i = 0; i < n; i++) {

@@ -7,6 +7,7 @@
  *   one argument longer than MAX_ARG_STRLEN E2BIG, argv + envp over the
  *   limit E2BIG, and just under the per-string limit no error at all;
  * and a failed task leaves no process behind.
+ * Also pspawn_resolve(), the PATH search that execvp(3) does.
  *
  * Uses $TESTS_BUILDDIR/task.
  */
@@ -40,6 +41,7 @@ static const char *errname(int e)
     case E2BIG: return "E2BIG";
     case EINVAL: return "EINVAL";
     case ENOMEM: return "ENOMEM";
+    case ENAMETOOLONG: return "ENAMETOOLONG";
     default: return strerror(e);
     }
 }
@@ -250,6 +252,63 @@ static void check_vector(pspawn_context_t *ctx, const char *task, char *big)
     tap_ok(ok, "vector with one oversized task: the other two run and exit 0");
 }
 
+/* ---- pspawn_resolve: PATH search as execvp ------------------------------ */
+
+static void check_resolve(const char *task)
+{
+    char dir1[300], dir2[300], path_env[700], out[PATH_MAX], want[PATH_MAX], small[8];
+    char *envp[] = { path_env, NULL };
+    char *no_path[] = { "HOME=/", NULL };
+    int rc;
+
+    snprintf(dir1, sizeof dir1, "%s/p1", tmpdir);
+    snprintf(dir2, sizeof dir2, "%s/p2", tmpdir);
+    mkdir(dir1, 0755);
+    mkdir(dir2, 0755);
+    /* p1/prog is not executable, p2/prog is: execvp skips the first. */
+    snprintf(out, sizeof out, "%s/prog", dir1);
+    close(open(out, O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+    chmod(out, 0644);
+    snprintf(out, sizeof out, "%s/prog", dir2);
+    if (symlink(task, out) != 0)
+        tap_bail("symlink %s: %s", out, strerror(errno));
+    snprintf(out, sizeof out, "%s/only-bad", dir1);
+    close(open(out, O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+    chmod(out, 0644);
+    snprintf(path_env, sizeof path_env, "PATH=%s:%s", dir1, dir2);
+
+    rc = pspawn_resolve("prog", envp, out, sizeof out);
+    snprintf(want, sizeof want, "%s/prog", dir2);
+    tap_ok(rc == 0 && strcmp(out, want) == 0,
+           "pspawn_resolve: skips a non-executable match, finds the next (%s, %s)",
+           errname(rc), rc == 0 ? out : "-");
+    rc = pspawn_resolve("only-bad", envp, out, sizeof out);
+    tap_ok(rc == EACCES, "pspawn_resolve: only a non-executable match gives EACCES (%s)",
+           errname(rc));
+    rc = pspawn_resolve("no-such-program", envp, out, sizeof out);
+    tap_ok(rc == ENOENT, "pspawn_resolve: no match gives ENOENT (%s)", errname(rc));
+    rc = pspawn_resolve("./some/relative", envp, out, sizeof out);
+    tap_ok(rc == 0 && strcmp(out, "./some/relative") == 0,
+           "pspawn_resolve: a name with a slash is not searched (%s, %s)", errname(rc),
+           rc == 0 ? out : "-");
+    rc = pspawn_resolve("sh", no_path, out, sizeof out);
+    tap_ok(rc == 0 && (strcmp(out, "/bin/sh") == 0 || strcmp(out, "/usr/bin/sh") == 0),
+           "pspawn_resolve: without PATH, the default search path (%s, %s)", errname(rc),
+           rc == 0 ? out : "-");
+    rc = pspawn_resolve("prog", envp, small, sizeof small);
+    tap_ok(rc == ENAMETOOLONG, "pspawn_resolve: a result longer than OUTLEN gives ENAMETOOLONG (%s)",
+           errname(rc));
+
+    snprintf(out, sizeof out, "%s/prog", dir1);
+    unlink(out);
+    snprintf(out, sizeof out, "%s/only-bad", dir1);
+    unlink(out);
+    snprintf(out, sizeof out, "%s/prog", dir2);
+    unlink(out);
+    rmdir(dir1);
+    rmdir(dir2);
+}
+
 int main(void)
 {
     const char *b = getenv("TESTS_BUILDDIR");
@@ -301,6 +360,8 @@ int main(void)
     write_file("garbage-ro", "not a program\n", 0644, path, sizeof path);
     write_file("bad-interpreter", line, 0755, path, sizeof path);
     check_program_error("#! with an interpreter that is not executable", path, EACCES);
+
+    check_resolve(task);
 
     rc = pspawn_context_create(&ctx, task, -1);
     if (rc != 0)

@@ -278,8 +278,10 @@ static void check_zygote_served(const char *name, const pspawn_context_t *ctx,
                                 const struct outcome *o, const char *want_out)
 {
     const char *reason = pspawn_context_reason(ctx);
+    char label[128];
 
-    check_ran_once(name, o, want_out);
+    snprintf(label, sizeof label, "%s, first spawn", name);
+    check_ran_once(label, o, want_out);
     tap_ok(pspawn_context_uses_zygote(ctx) && !reason,
            "%s: served by the zygote (no fallback yet)", name);
     if (reason)
@@ -335,6 +337,8 @@ static void check_refused(const char *name, const char *path, const char *word,
     check_ran_once(name, &o, want_out);
     check_reason(name, &ctx, &o, word);
     check_exec_for_good(name, &ctx);
+    tap_ok(pspawn_context_zygote_pid(&ctx) == -1, "%s: no zygote (pspawn_context_zygote_pid() %ld)",
+           name, (long)pspawn_context_zygote_pid(&ctx));
     outcome_free(&o);
     free(created.err);
     /* Still exec for a second spawn. */

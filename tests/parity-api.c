@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -48,7 +49,7 @@ struct report {
 static const char *const groups[] = {
     "argv", "env", "progname", "cmdline", "exe", "fd", "sig", "sigmask",
     "cwd", "umask", "rlimit", "pgrp", "cpus", "threads", "globals",
-    "parent", "misc", "other",
+    "parent", "sched", "misc", "other",
 };
 #define NGROUPS (sizeof groups / sizeof groups[0])
 
@@ -119,7 +120,7 @@ static const char *group_of(const char *key)
     for (size_t g = 0; g < NGROUPS; g++)
         if (strlen(groups[g]) == len && strncmp(groups[g], key, len) == 0)
             return groups[g];
-    return "other";
+    return groups[NGROUPS - 1];     /* "other" */
 }
 
 static void diag_value(const char *what, const char *v)
@@ -441,14 +442,20 @@ static void run_probe(enum method m, pspawn_context_t *ctx, const char *path,
     free(text);
 }
 
-static void check_served_by_zygote(const char *label, const pspawn_context_t *ctx)
+/* The fast path was really taken: no fallback, and the task is a copy of
+ * the zygote (the proxy is mapped in it, never in an exec'd task). */
+static void check_served_by_zygote(const char *label, const pspawn_context_t *ctx,
+                                   const struct report *r)
 {
     const char *reason = pspawn_context_reason(ctx);
+    const char *mapped = report_get(r, "x.proxy_mapped");
 
-    tap_ok(pspawn_context_uses_zygote(ctx) && !reason,
-           "%s: served by the zygote (no fallback)", label);
+    tap_ok(pspawn_context_uses_zygote(ctx) && !reason && mapped && strcmp(mapped, "1") == 0,
+           "%s: served by the zygote (no fallback, task forked from it)", label);
     if (reason)
         tap_diag("    fallback reason: %s", reason);
+    if (!mapped || strcmp(mapped, "1") != 0)
+        tap_diag("    the proxy is not mapped in the task: it was exec'd");
 }
 
 /* The whole comparison for one scenario: reference, zygote, pspawn_exec. */
@@ -460,7 +467,7 @@ static void check_scenario(pspawn_context_t *ctx, const char *path,
     run_probe(REFERENCE, NULL, path, sc, &ref);
 
     run_probe(ZYGOTE, ctx, path, sc, &got);
-    check_served_by_zygote(sc->name, ctx);
+    check_served_by_zygote(sc->name, ctx, &got);
     compare_reports(sc->name, "zygote", &got, &ref, sc->skip_cmdline);
     report_free(&got);
 
@@ -501,7 +508,11 @@ static void check_paper_calls(pspawn_context_t *ctx, const char *path)
     while (nrep < 3 && report_parse(&got[nrep], &p))
         nrep++;
     tap_ok(nrep == 3, "pspawn_n: 3 reports (got %d)", nrep);
-    check_served_by_zygote("pspawn_n", ctx);
+    for (int i = 0; i < nrep; i++) {
+        char label[32];
+        snprintf(label, sizeof label, "pspawn_n[%d]", i);
+        check_served_by_zygote(label, ctx, &got[i]);
+    }
     for (int i = 0; i < nrep; i++) {
         char label[32];
         snprintf(label, sizeof label, "pspawn_n[%d]", i);
@@ -522,7 +533,7 @@ static void check_paper_calls(pspawn_context_t *ctx, const char *path)
     text = capture_read();
     p = text;
     report_parse(&got[0], &p);
-    check_served_by_zygote("pspawn", ctx);
+    check_served_by_zygote("pspawn", ctx, &got[0]);
     compare_reports("pspawn", "zygote", &got[0], &ref, 0);
     report_free(&got[0]);
     free(text);
@@ -613,8 +624,6 @@ static void check_vector(pspawn_context_t *ctx, const char *path, int data_fd,
         for (int i = 0; i < 2; i++)
             if (tasks[i].pidfd >= 0)
                 close(tasks[i].pidfd);
-        if (!force)
-            check_served_by_zygote(method, ctx);
         text = capture_read();
         p = text;
         memset(got, 0, sizeof got);
@@ -636,6 +645,12 @@ static void check_vector(pspawn_context_t *ctx, const char *path, int data_fd,
         for (int i = 0; i < 2; i++) {
             char label[40];
             snprintf(label, sizeof label, "%s[%d]", method, i);
+            if (!force)
+                check_served_by_zygote(label, ctx, &got[i]);
+            else
+                tap_ok(report_get(&got[i], "x.proxy_mapped") &&
+                       strcmp(report_get(&got[i], "x.proxy_mapped"), "0") == 0,
+                       "%s: exec'd (PSPAWN_FORCE_EXEC)", label);
             compare_reports(label, force ? "pspawn_exec" : "zygote", &got[i], &ref[i], 0);
             report_free(&got[i]);
             report_free(&ref[i]);
@@ -677,7 +692,7 @@ static void launcher_state_change(const cpu_set_t *first)
     if (chdir(tmpdir) != 0)
         tap_bail("chdir %s: %s", tmpdir, strerror(errno));
     rl = orig_nofile;
-    rl.rlim_cur = rl.rlim_max < 1000 ? rl.rlim_max : 1000;
+    rl.rlim_cur = rl.rlim_max < 4000 ? rl.rlim_max : 4000;
     setrlimit(RLIMIT_NOFILE, &rl);
     rl = orig_core;
     rl.rlim_cur = rl.rlim_max < 1 << 20 ? rl.rlim_max : 1 << 20;
@@ -855,6 +870,18 @@ int main(int argc, char **argv)
         check_scenario(&ctx_a, probe, &sc);
     }
     {
+        /* A zygote pinned to one CPU while it loads: its tasks still get
+         * the caller's affinity. */
+        char *args[] = { probe, "pinned", NULL };
+        struct scenario sc = { .name = "zygote pinned to a CPU", .argv = args, .null_attr = 1 };
+        pspawn_context_t ctx_pinned;
+        int rc = pspawn_context_create(&ctx_pinned, probe, hi);
+        if (rc != 0)
+            tap_bail("pspawn_context_create(%s, core %d): %s", probe, hi, strerror(rc));
+        check_scenario(&ctx_pinned, probe, &sc);
+        pspawn_context_destroy(&ctx_pinned);
+    }
+    {
         char *args[] = { script_opt, "s1", "s 2", NULL };
         struct scenario sc = { .name = "script with #! argument", .argv = args, .null_attr = 1 };
         check_scenario(&ctx_script, script_opt, &sc);
@@ -872,6 +899,7 @@ int main(int argc, char **argv)
     open_at("stray-cloexec.txt", O_WRONLY | O_CREAT | O_CLOEXEC, 22);
     holder = fork();
     if (holder == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         setpgid(0, 0);
         for (;;)
             pause();
@@ -932,7 +960,7 @@ int main(int argc, char **argv)
         run_probe(REFERENCE, NULL, probe, &sc, &ref);
         unlink(created);
         run_probe(ZYGOTE, &ctx_a, probe, &sc, &got);
-        check_served_by_zygote(sc.name, &ctx_a);
+        check_served_by_zygote(sc.name, &ctx_a, &got);
         compare_reports(sc.name, "zygote", &got, &ref, 0);
         report_free(&got);
         unlink(created);
@@ -975,6 +1003,22 @@ int main(int argc, char **argv)
         context_create(&ctx_rel, "script-opt");
         check_scenario(&ctx_rel, "script-opt", &sc);
         pspawn_context_destroy(&ctx_rel);
+    }
+    {
+        /* A launcher with a low fd limit (ulimit -n 256) can still have a
+         * zygote. */
+        char *args[] = { probe, "low-nofile", NULL };
+        struct scenario sc = { .name = "zygote started under RLIMIT_NOFILE 256",
+                               .argv = args, .null_attr = 1 };
+        struct rlimit rl = orig_nofile, cur;
+        pspawn_context_t ctx_low;
+        getrlimit(RLIMIT_NOFILE, &cur);
+        rl.rlim_cur = rl.rlim_max < 256 ? rl.rlim_max : 256;
+        setrlimit(RLIMIT_NOFILE, &rl);
+        context_create(&ctx_low, probe);
+        setrlimit(RLIMIT_NOFILE, &cur);
+        check_scenario(&ctx_low, probe, &sc);
+        pspawn_context_destroy(&ctx_low);
     }
     check_paper_calls(&ctx_a, probe);
     check_vector(&ctx_a, probe, data_fd, &first, &last, expect_ppid);

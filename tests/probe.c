@@ -363,8 +363,8 @@ static void report_misc(void)
     int pdeath = -1, subreaper = -1;
 
     errno = 0;
-    kv("misc.nice", "%d", getpriority(PRIO_PROCESS, 0));
-    kv("misc.sched_policy", "%d", sched_getscheduler(0));
+    kv("sched.nice", "%d", getpriority(PRIO_PROCESS, 0));
+    kv("sched.policy", "%d", sched_getscheduler(0));
     if (sigaltstack(NULL, &ss) == 0)
         kv_str("misc.altstack", (ss.ss_flags & SS_DISABLE) ? "disabled" : "enabled");
     prctl(PR_GET_PDEATHSIG, &pdeath);

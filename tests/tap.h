@@ -78,12 +78,16 @@ static void tap_bail(const char *fmt, ...)
     exit(99);
 }
 
+/* Failures are in the TAP stream; a non-zero exit is kept for what TAP
+ * cannot say (a crash, a sanitizer report). */
 __attribute__((unused))
 static int tap_done(void)
 {
     printf("1..%d\n", tap_count);
+    if (tap_failed)
+        printf("# %d of %d failed\n", tap_failed, tap_count);
     fflush(stdout);
-    return tap_failed ? 1 : 0;
+    return 0;
 }
 
 static void tap_on_alarm(int sig)

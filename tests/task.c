@@ -7,6 +7,8 @@
  *                              (RANK from PSPAWN_RANK, "-" if unset), then
  *                              print as "print" does
  *   task exit CODE             exit with CODE
+ *   task raise SIGNUM          kill itself with signal SIGNUM
+ *   task wait                  pause() until a signal ends it
  *   task signals FILE          append "RANK ready" to FILE, then record
  *                              every SIGINT, SIGTERM, SIGHUP, SIGUSR1 and
  *                              SIGUSR2 received as "RANK SIGNAME"; exit 0
@@ -136,6 +138,15 @@ int main(int argc, char **argv)
         return atoi(argv[2]);
     if (strcmp(argv[1], "signals") == 0 && argc == 3)
         return record_signals(argv[2]);
+    if (strcmp(argv[1], "raise") == 0 && argc == 3) {
+        signal(atoi(argv[2]), SIG_DFL);
+        raise(atoi(argv[2]));
+        return 3;
+    }
+    if (strcmp(argv[1], "wait") == 0 && argc == 2) {
+        pause();
+        return 0;
+    }
     fprintf(stderr, "task: bad usage\n");
     return 2;
 }
