@@ -36,11 +36,19 @@
 #define PSPAWN_ENV_PRELOAD  "PSPAWN_ZYGOTE_LD_PRELOAD"   /* the user's, to restore */
 #define PSPAWN_ENV_BINDNOW  "PSPAWN_ZYGOTE_LD_BIND_NOW"  /* the user's, to restore */
 #define PSPAWN_ENV_FLOOR    "PSPAWN_FLOOR"
+/* Stand-in mode: the zygote listens on an abstract socket, serves only
+ * its user and callers that know the token, and forks tasks as its own
+ * children, reporting each one's exit status to its stand-in. */
+#define PSPAWN_ENV_LISTEN   "PSPAWN_ZYGOTE_LISTEN"
+#define PSPAWN_ENV_TOKEN    "PSPAWN_ZYGOTE_TOKEN"
+#define PSPAWN_ENV_TASKS    "PSPAWN_ZYGOTE_TASKS"
+#define PSPAWN_TOKEN_LEN    64
 
 enum zygote_status {
     ZYGOTE_PARKED = 0,      /* ready to serve */
     ZYGOTE_THREADED = 1,    /* detail: thread count */
     ZYGOTE_NO_LIBC_START = 2,
+    ZYGOTE_LISTEN_FAILED = 3,   /* stand-in mode: detail errno */
 };
 
 struct zygote_ready {
@@ -123,6 +131,16 @@ struct wire_request {
     uint32_t actions;       /* offset of wire_action[nactions] */
     uint32_t tasks;         /* offset of wire_task[ntasks] */
     unsigned char cpuset[PSPAWN_CPUSET_BYTES];
+    char token[PSPAWN_TOKEN_LEN];   /* stand-in mode */
+};
+
+enum standin_reply_kind { STANDIN_STARTED = 1, STANDIN_EXITED = 2, STANDIN_FAILED = 3 };
+
+struct standin_reply {
+    uint32_t magic;
+    int32_t kind;
+    int32_t pid;
+    int32_t status;         /* EXITED: wait status; FAILED: errno */
 };
 
 struct wire_task {

@@ -17,6 +17,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <link.h>
+#include <poll.h>
+#include <stddef.h>
 #include <linux/futex.h>
 #include <linux/prctl.h>
 #include <sched.h>
@@ -28,7 +30,9 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -51,6 +55,9 @@ extern char **environ;
 static struct {
     int active;
     int sock, report;
+    const char *listen_name;    /* stand-in mode */
+    char token[PSPAWN_TOKEN_LEN];
+    long expect_tasks;
     long floor;             /* PSPAWN_FLOOR: fork this many, no protocol */
     main_fn real_main;
     char cwd[PATH_MAX];
@@ -138,7 +145,18 @@ static int find_libc_start(struct dl_phdr_info *info, size_t size, void *data)
 __attribute__((constructor)) static void proxy_init(void)
 {
     long sock, report, floor;
-    if (env_int(PSPAWN_ENV_SOCK, &sock) && env_int(PSPAWN_ENV_REPORT, &report)) {
+    const char *listen_name = getenv(PSPAWN_ENV_LISTEN);
+    if (listen_name && *listen_name && env_int(PSPAWN_ENV_SOCK, &sock)) {
+        /* Stand-in mode: SOCK only says whether we parked. */
+        P.listen_name = strdup(listen_name);
+        const char *tok = getenv(PSPAWN_ENV_TOKEN);
+        snprintf(P.token, sizeof P.token, "%s", tok ? tok : "");
+        if (!env_int(PSPAWN_ENV_TASKS, &P.expect_tasks))
+            P.expect_tasks = 0;
+        P.sock = (int)sock;
+        P.report = -1;
+        P.active = 1;
+    } else if (env_int(PSPAWN_ENV_SOCK, &sock) && env_int(PSPAWN_ENV_REPORT, &report)) {
         P.sock = (int)sock;
         P.report = (int)report;
         P.active = 1;
@@ -175,6 +193,9 @@ static void restore_env(void)
     unsetenv(PSPAWN_ENV_SOCK);
     unsetenv(PSPAWN_ENV_REPORT);
     unsetenv(PSPAWN_ENV_FLOOR);
+    unsetenv(PSPAWN_ENV_LISTEN);
+    unsetenv(PSPAWN_ENV_TOKEN);
+    unsetenv(PSPAWN_ENV_TASKS);
 }
 
 static int count_threads(void)
@@ -358,7 +379,7 @@ static void wait_go(const struct wire_request *w, uint32_t index)
 /* In a new task: become what exec would have made, then return the
  * arguments of main(). */
 static struct task_start task_main(const char *base, size_t size, uint32_t id, uint32_t index,
-                                   struct child_setup *tmpl, int nfds)
+                                   struct child_setup *tmpl, int nfds, int standin)
 {
     const struct wire_request *w = (const struct wire_request *)base;
     const struct wire_task *t = (const struct wire_task *)(base + w->tasks) + index;
@@ -367,7 +388,8 @@ static struct task_start task_main(const char *base, size_t size, uint32_t id, u
     memcpy(fds, tmpl->fds, (nfds + 2) * sizeof(int));
     s.fds = fds;
     /* The task has no use for the control socket. */
-    close(P.sock);
+    if (fds[nfds + 1] >= 0)
+        close(fds[nfds + 1]);
     fds[nfds + 1] = -1;
     if (t->has_cpuset)
         s.cpuset = t->cpuset;
@@ -380,10 +402,20 @@ static struct task_start task_main(const char *base, size_t size, uint32_t id, u
     if (!err)
         err = pspawn_child_setup(&s);
     int report_fd = fds[nfds];
-    report(report_fd, id, index, (int32_t)getpid(), err);
-    if (err)
-        _exit(127);
-    wait_go(w, index);
+    if (standin) {
+        /* Our parent is the zygote, which already has our pid: only a
+         * failure needs telling (the pipe closes on success). */
+        if (err) {
+            while (write(report_fd, &err, sizeof err) < 0 && errno == EINTR)
+                ;
+            _exit(127);
+        }
+    } else {
+        report(report_fd, id, index, (int32_t)getpid(), err);
+        if (err)
+            _exit(127);
+        wait_go(w, index);
+    }
 
     int keep[PSPAWN_FD_MAX + 3 + MAX_CTOR_FDS];
     int nkeep = pspawn_child_keep_list(&s, P.ctor_fds, P.nctor_fds, keep);
@@ -417,10 +449,12 @@ static int in_list(const int *v, int n, int x)
     return 0;
 }
 
-/* Clone the request's tasks.  Returns 1 in a task (with *ts filled), 0 in
- * the zygote. */
-static int serve_request(const char *base, size_t size, uint32_t id, int *fds, int nfds,
-                         struct task_start *ts)
+/* Check a request and turn it into the setup every task of it starts
+ * from.  CHAN are the caller's two channels, which tasks must not lose
+ * during their fd shuffle.  Returns 0, or a request_refusal (detail in
+ * *DETAIL). */
+static int parse_request(const char *base, size_t size, int *fds, int nfds, const int chan[2],
+                         struct child_setup *tmpl, int *detail)
 {
     const struct wire_request *w = (const struct wire_request *)base;
     if (size < sizeof *w || w->ntasks > PSPAWN_REQ_MAX || w->nactions > PSPAWN_FD_MAX + 3 ||
@@ -428,23 +462,19 @@ static int serve_request(const char *base, size_t size, uint32_t id, int *fds, i
         w->ntasks * sizeof(struct wire_task) > size - w->tasks ||
         w->actions > size || w->nactions * sizeof(struct wire_action) > size - w->actions ||
         w->rlimits > size || w->nrlimits * sizeof(struct wire_rlimit) > size - w->rlimits ||
-        w->cwd >= size || !memchr(base + w->cwd, 0, size - w->cwd)) {
-        report(P.report, id, PSPAWN_REPORT_DONE, 0, REFUSE_MALFORMED);
-        return 0;
-    }
+        w->cwd >= size || !memchr(base + w->cwd, 0, size - w->cwd))
+        return REFUSE_MALFORMED;
     static struct child_action actions[PSPAWN_FD_MAX + 3];
     const struct wire_action *wa = (const struct wire_action *)(base + w->actions);
     for (uint32_t i = 0; i < w->nactions; i++) {
         if ((wa[i].kind == FA_DUP2 && (wa[i].src < 0 || wa[i].src >= nfds)) || wa[i].fd < 0 ||
-            (wa[i].kind == FA_OPEN && (wa[i].path >= size || !memchr(base + wa[i].path, 0, size - wa[i].path)))) {
-            report(P.report, id, PSPAWN_REPORT_DONE, 0, REFUSE_MALFORMED);
-            return 0;
-        }
+            (wa[i].kind == FA_OPEN && (wa[i].path >= size || !memchr(base + wa[i].path, 0, size - wa[i].path))))
+            return REFUSE_MALFORMED;
         /* A constructor's fd would be clobbered: exec would have given
          * the constructor another number, we cannot. */
         if (wa[i].kind != FA_CLOSE && in_list(P.ctor_fds, P.nctor_fds, wa[i].fd)) {
-            report(P.report, id, PSPAWN_REPORT_DONE, wa[i].fd, REFUSE_FD_CONFLICT);
-            return 0;
+            *detail = wa[i].fd;
+            return REFUSE_FD_CONFLICT;
         }
         actions[i] = (struct child_action){ wa[i].kind, wa[i].fd, wa[i].src, wa[i].oflag,
                                             (mode_t)wa[i].mode,
@@ -473,9 +503,9 @@ static int serve_request(const char *base, size_t size, uint32_t id, int *fds, i
         flags |= REQ_SCHED;
     static int tfds[PSPAWN_FD_MAX + 2];
     memcpy(tfds, fds, nfds * sizeof(int));
-    tfds[nfds] = P.report;
-    tfds[nfds + 1] = P.sock;
-    struct child_setup tmpl = {
+    tfds[nfds] = chan[0];
+    tfds[nfds + 1] = chan[1];
+    *tmpl = (struct child_setup){
         .flags = flags,
         .umask = (mode_t)w->umask,
         .pgroup = w->pgroup,
@@ -495,10 +525,27 @@ static int serve_request(const char *base, size_t size, uint32_t id, int *fds, i
         .sig_ignore = w->sigign & ~P.ctor_sigs,
         .emulate_cloexec = 1,
     };
+    return 0;
+}
+
+/* Direct mode: clone the request's tasks as the launcher's children.
+ * Returns 1 in a task (with *ts filled), 0 in the zygote. */
+static int serve_request(const char *base, size_t size, uint32_t id, int *fds, int nfds,
+                         struct task_start *ts)
+{
+    const struct wire_request *w = (const struct wire_request *)base;
+    struct child_setup tmpl;
+    int detail = 0;
+    const int chan[2] = { P.report, P.sock };
+    int refusal = parse_request(base, size, fds, nfds, chan, &tmpl, &detail);
+    if (refusal) {
+        report(P.report, id, PSPAWN_REPORT_DONE, detail, refusal);
+        return 0;
+    }
     for (uint32_t i = 0; i < w->ntasks; i++) {
         pid_t pid = clone_task(CLONE_PARENT);
         if (pid == 0) {
-            *ts = task_main(base, size, id, i, &tmpl, nfds);
+            *ts = task_main(base, size, id, i, &tmpl, nfds, 0);
             return 1;
         }
         if (pid < 0)
@@ -508,54 +555,250 @@ static int serve_request(const char *base, size_t size, uint32_t id, int *fds, i
     return 0;
 }
 
-/* Wait for requests until the launcher hangs up. */
+/* Receive one request: its header, its memfd mapped (*BASE), and the fds
+ * it passes.  Returns 1, 0 on end of file, -1 on a malformed message (its
+ * fds closed). */
+static int recv_request(int sock, struct request_msg *msg, void **base, int *fds, int *nfds)
+{
+    union {
+        char buf[CMSG_SPACE((PSPAWN_FD_MAX + 1) * sizeof(int))];
+        struct cmsghdr align;
+    } cm;
+    struct iovec iov = { msg, sizeof *msg };
+    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
+                         .msg_controllen = sizeof cm.buf };
+    ssize_t n;
+    while ((n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
+        ;
+    if (n <= 0)
+        return 0;
+    *nfds = 0;
+    for (struct cmsghdr *ch = CMSG_FIRSTHDR(&mh); ch; ch = CMSG_NXTHDR(&mh, ch))
+        if (ch->cmsg_level == SOL_SOCKET && ch->cmsg_type == SCM_RIGHTS) {
+            int k = (int)((ch->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+            if (k > PSPAWN_FD_MAX + 1 - *nfds)
+                k = PSPAWN_FD_MAX + 1 - *nfds;
+            memcpy(fds + *nfds, CMSG_DATA(ch), k * sizeof(int));
+            *nfds += k;
+        }
+    *base = MAP_FAILED;
+    if (n == sizeof *msg && msg->magic == PSPAWN_MAGIC && *nfds >= 1 &&
+        (uint32_t)*nfds == msg->nfds + 1 && !(mh.msg_flags & MSG_CTRUNC))
+        *base = mmap(NULL, msg->size, PROT_READ, MAP_SHARED, fds[0], 0);
+    if (*base == MAP_FAILED) {
+        for (int i = 0; i < *nfds; i++)
+            close(fds[i]);
+        return -1;
+    }
+    close(fds[0]);
+    return 1;
+}
+
+/* Direct mode: wait for requests until the launcher hangs up. */
 static struct task_start serve(void)
 {
     for (;;) {
-        struct request_msg msg;
-        union {
-            char buf[CMSG_SPACE((PSPAWN_FD_MAX + 1) * sizeof(int))];
-            struct cmsghdr align;
-        } cm;
-        struct iovec iov = { &msg, sizeof msg };
-        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
-                             .msg_controllen = sizeof cm.buf };
-        ssize_t n = recvmsg(P.sock, &mh, MSG_CMSG_CLOEXEC);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
+        struct request_msg msg = { 0 };
+        void *base;
+        int fds[PSPAWN_FD_MAX + 1], nfds;
+        int r = recv_request(P.sock, &msg, &base, fds, &nfds);
+        if (r == 0)
             _exit(0);
-        int fds[PSPAWN_FD_MAX + 1];
-        int nfds = 0;
-        for (struct cmsghdr *ch = CMSG_FIRSTHDR(&mh); ch; ch = CMSG_NXTHDR(&mh, ch))
-            if (ch->cmsg_level == SOL_SOCKET && ch->cmsg_type == SCM_RIGHTS) {
-                int k = (int)((ch->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-                if (k > PSPAWN_FD_MAX + 1 - nfds)
-                    k = PSPAWN_FD_MAX + 1 - nfds;
-                memcpy(fds + nfds, CMSG_DATA(ch), k * sizeof(int));
-                nfds += k;
-            }
-        if (n != sizeof msg || msg.magic != PSPAWN_MAGIC || nfds < 1 ||
-            (uint32_t)nfds != msg.nfds + 1 || (mh.msg_flags & MSG_CTRUNC)) {
-            for (int i = 0; i < nfds; i++)
-                close(fds[i]);
+        if (r < 0) {
             report(P.report, msg.id, PSPAWN_REPORT_DONE, 0, REFUSE_MALFORMED);
             continue;
         }
-        void *base = mmap(NULL, msg.size, PROT_READ, MAP_SHARED, fds[0], 0);
-        close(fds[0]);
         struct task_start ts;
-        int in_task = 0;
-        if (base == MAP_FAILED)
-            report(P.report, msg.id, PSPAWN_REPORT_DONE, 0, REFUSE_MALFORMED);
-        else
-            in_task = serve_request(base, msg.size, msg.id, fds + 1, nfds - 1, &ts);
-        if (in_task)
+        if (serve_request(base, msg.size, msg.id, fds + 1, nfds - 1, &ts))
             return ts;
         for (int i = 1; i < nfds; i++)
             close(fds[i]);
-        if (base != MAP_FAILED)
-            munmap(base, msg.size);
+        munmap(base, msg.size);
+    }
+}
+
+/* ---- stand-in mode ---------------------------------------------------- */
+
+#define MAX_CLIENTS 1024
+
+struct client {
+    int fd;
+    pid_t task;
+};
+
+static void standin_reply(int fd, int kind, pid_t pid, int status)
+{
+    struct standin_reply r = { PSPAWN_MAGIC, kind, (int32_t)pid, status };
+    send(fd, &r, sizeof r, MSG_NOSIGNAL);
+}
+
+static int tokens_equal(const char *a, const char *b)
+{
+    unsigned char d = 0;
+    for (size_t i = 0; i < PSPAWN_TOKEN_LEN; i++)
+        d |= (unsigned char)(a[i] ^ b[i]);
+    return d == 0;
+}
+
+/* One stand-in's request: fork its task as our own child.  Returns 1 in the
+ * task, 0 here. */
+static int standin_request(struct client *c, struct task_start *ts)
+{
+    struct request_msg msg = { 0 };
+    void *base;
+    int fds[PSPAWN_FD_MAX + 1], nfds;
+    int r = recv_request(c->fd, &msg, &base, fds, &nfds);
+    if (r <= 0)
+        return r == 0 ? -1 : (standin_reply(c->fd, STANDIN_FAILED, -1, EINVAL), 0);
+    const struct wire_request *w = base;
+    struct child_setup tmpl;
+    int detail = 0, err = 0, errpipe[2] = { -1, -1 };
+    if (msg.size < sizeof *w || w->ntasks != 1 || !tokens_equal(w->token, P.token))
+        err = EPERM;
+    else if (pipe2(errpipe, O_CLOEXEC) < 0)
+        err = errno;
+    else {
+        const int chan[2] = { errpipe[1], -1 };
+        if (parse_request(base, msg.size, fds + 1, nfds - 1, chan, &tmpl, &detail))
+            err = EINVAL;
+    }
+    pid_t pid = -1;
+    if (!err) {
+        pid = clone_task(0);
+        if (pid == 0) {
+            close(errpipe[0]);
+            *ts = task_main(base, msg.size, msg.id, 0, &tmpl, nfds - 1, 1);
+            return 1;
+        }
+        if (pid < 0)
+            err = errno;
+        close(errpipe[1]);
+        int child_err = 0;
+        ssize_t got;
+        while ((got = read(errpipe[0], &child_err, sizeof child_err)) < 0 && errno == EINTR)
+            ;
+        if (pid > 0 && got == sizeof child_err) {
+            err = child_err;
+            waitpid(pid, NULL, 0);
+            pid = -1;
+        }
+    }
+    if (errpipe[0] >= 0)
+        close(errpipe[0]);
+    for (int i = 1; i < nfds; i++)
+        close(fds[i]);
+    munmap(base, msg.size);
+    if (err) {
+        standin_reply(c->fd, STANDIN_FAILED, -1, err);
+        return -1;
+    }
+    c->task = pid;
+    standin_reply(c->fd, STANDIN_STARTED, pid, 0);
+    return 0;
+}
+
+/* Serve stand-ins until every task this node expects has been served and
+ * has exited, or nothing happened for a while.  The zygote must outlive
+ * signals sent to the step's process group: it blocks them (its tasks set
+ * their own mask). */
+static struct task_start serve_standin(void)
+{
+    int lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    struct sockaddr_un addr = { .sun_family = AF_UNIX };
+    size_t len = strlen(P.listen_name);
+    if (lfd < 0 || len + 1 >= sizeof addr.sun_path)
+        _exit(1);
+    memcpy(addr.sun_path + 1, P.listen_name, len);
+    if (bind(lfd, (struct sockaddr *)&addr, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len)) < 0 ||
+        listen(lfd, 128) < 0) {
+        send_ready(ZYGOTE_LISTEN_FAILED, errno);
+        _exit(1);
+    }
+    sigset_t all;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, NULL);
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+    send_ready(ZYGOTE_PARKED, 0);
+    close(P.sock);
+    P.sock = -1;
+
+    static struct client clients[MAX_CLIENTS];
+    static struct pollfd pfd[MAX_CLIENTS + 2];
+    int nclients = 0, running = 0;  /* running: our live children */
+    long served = 0;
+    for (;;) {
+        if (P.expect_tasks > 0 && served >= P.expect_tasks && running == 0 && nclients == 0)
+            _exit(0);
+        int np = 0;
+        pfd[np++] = (struct pollfd){ lfd, POLLIN, 0 };
+        pfd[np++] = (struct pollfd){ sfd, POLLIN, 0 };
+        for (int i = 0; i < nclients; i++)
+            pfd[np++] = (struct pollfd){ clients[i].fd, POLLIN, 0 };
+        int r = poll(pfd, (nfds_t)np, 60000);
+        if (r == 0 && running == 0 && nclients == 0)
+            _exit(0);   /* idle: nobody left to serve */
+        if (r <= 0)
+            continue;
+        if (pfd[1].revents & POLLIN) {
+            struct signalfd_siginfo si;
+            while (read(sfd, &si, sizeof si) > 0)
+                ;
+            int st;
+            pid_t pid;
+            while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+                running--;
+                for (int i = 0; i < nclients; i++)
+                    if (clients[i].task == pid) {
+                        standin_reply(clients[i].fd, STANDIN_EXITED, pid, st);
+                        close(clients[i].fd);
+                        clients[i].fd = -1;
+                    }
+            }
+        }
+        for (int i = 0; i < nclients; i++) {
+            short ev = pfd[i + 2].revents;
+            if (clients[i].fd < 0 || !ev)
+                continue;
+            if (clients[i].task == 0 && (ev & POLLIN)) {
+                struct task_start ts;
+                int rr = standin_request(&clients[i], &ts);
+                if (rr == 1)
+                    return ts;
+                if (rr == 0) {
+                    running++;
+                    served++;
+                    continue;
+                }
+            } else if (!(ev & (POLLHUP | POLLERR))) {
+                continue;
+            }
+            /* Failed, or the stand-in hung up: its task (if any) runs on,
+             * reaped here with nobody to tell. */
+            close(clients[i].fd);
+            clients[i].fd = -1;
+        }
+        int k = 0;
+        for (int i = 0; i < nclients; i++)
+            if (clients[i].fd >= 0)
+                clients[k++] = clients[i];
+        nclients = k;
+        if (pfd[0].revents & POLLIN) {
+            int cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+            struct ucred peer;
+            socklen_t plen = sizeof peer;
+            /* Only our own user, on every connection. */
+            if (cfd >= 0 && (nclients >= MAX_CLIENTS ||
+                             getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &peer, &plen) < 0 ||
+                             peer.uid != getuid())) {
+                close(cfd);
+                cfd = -1;
+            }
+            if (cfd >= 0)
+                clients[nclients++] = (struct client){ cfd, 0 };
+        }
     }
 }
 
@@ -610,8 +853,13 @@ static int park_main(int argc, char **argv, char **envp)
         run_floor();
         return P.real_main(argc, argv, environ);
     }
-    send_ready(ZYGOTE_PARKED, 0);
-    struct task_start ts = serve();
+    struct task_start ts;
+    if (P.listen_name) {
+        ts = serve_standin();
+    } else {
+        send_ready(ZYGOTE_PARKED, 0);
+        ts = serve();
+    }
     return P.real_main(ts.argc, ts.argv, ts.envp);
 }
 
