@@ -18,6 +18,18 @@ say() { echo "[entrypoint $(hostname) $(date +%H:%M:%S)] $*"; }
 sed -e "s|@PROCTRACK@|$proctrack|" -e "s|@TASKPLUGIN@|$taskplugin|" \
     /etc/slurm/slurm.conf.in > /etc/slurm/slurm.conf
 
+# plugstack.conf names the pspawn SPANK plugin as `optional`, but Slurm
+# still prints two dlopen errors on every srun while the file is missing;
+# until it is installed, keep the line commented out (same on every node).
+plugin=$(awk '$1 == "optional" || $1 == "required" { print $2 }' /etc/slurm/plugstack.conf.in | head -n 1)
+if [ -n "$plugin" ] && [ ! -e "$plugin" ]; then
+    awk -v p="$plugin" '($1 == "optional" || $1 == "required") && $2 == p {
+            print "# not installed in this image, so disabled by docker/entrypoint.sh:"; $0 = "# " $0 }
+        { print }' /etc/slurm/plugstack.conf.in > /etc/slurm/plugstack.conf
+else
+    cp /etc/slurm/plugstack.conf.in /etc/slurm/plugstack.conf
+fi
+
 # munge: one key for all nodes, made once when the image was built.
 mkdir -p /run/munge /var/log/munge /var/lib/munge
 chown munge:munge /run/munge /var/log/munge /var/lib/munge
@@ -37,6 +49,30 @@ slurmctld)
     exec /usr/sbin/slurmctld -D -i
     ;;
 slurmd)
+    unshare_cgroup=()
+    case "$proctrack,$taskplugin" in *cgroup*)
+        # Docker (cgroup v1, not --privileged) bind-mounts this container's
+        # own cgroup directory of every controller read-only on
+        # /sys/fs/cgroup/<controller>; slurmd must create its slurm_<node>
+        # hierarchy there. With CAP_SYS_ADMIN (compose.yml: cap_add) the
+        # bind mounts can be made writable; they still show only this
+        # container's subtree.
+        failed=
+        while read -r mnt opts; do
+            case ",$opts," in *,ro,*)
+                mount -o remount,bind,rw "$mnt" 2>/dev/null || failed="$failed $mnt" ;;
+            esac
+        done < <(findmnt -rn -t cgroup,cgroup2 -o TARGET,OPTIONS)
+        if [ -n "$failed" ]; then
+            say "cannot make$failed writable (needs CAP_SYS_ADMIN: cap_add SYS_ADMIN in compose.yml)."
+            say "Use PSPAWN_PROCTRACK=proctrack/linuxproc PSPAWN_TASKPLUGIN=task/affinity instead."
+            exit 1
+        fi
+        # A cgroup namespace rooted at this container's cgroup, so that
+        # /proc/PID/cgroup paths match what is under /sys/fs/cgroup.
+        if unshare --cgroup true 2>/dev/null; then unshare_cgroup=(unshare --cgroup); fi
+        ;;
+    esac
     # Registering needs the controller; wait for it a while (slurmd would
     # also retry by itself, but its first attempts then log errors).
     for _ in $(seq 120); do
@@ -44,7 +80,7 @@ slurmd)
         sleep 0.5
     done
     say "starting slurmd ($proctrack, $taskplugin)"
-    exec /usr/sbin/slurmd -D
+    exec "${unshare_cgroup[@]}" /usr/sbin/slurmd -D
     ;;
 *)
     exec "$@"

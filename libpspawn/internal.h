@@ -121,6 +121,11 @@ int pspawn_exec_setup(pid_t *pid, const char *path, struct child_setup *s,
 int pspawn_run_vector(struct pspawn_zygote *z, pspawn_task_t *tasks, size_t n,
                       const struct call *c);
 
+/* Send one stand-in request (a task of CALL's state with TASK's argv and
+ * envp) on SOCK, with the step's TOKEN. */
+int pspawn_send_standin(int sock, const struct call *c, pspawn_task_t *task,
+                        const char *token);
+
 /* context.c */
 void pspawn_fallback(struct pspawn_zygote *z, int for_good, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -43,6 +43,7 @@ struct batch {
     struct pspawn_zygote *z;
     pspawn_task_t *tasks;
     char ***zargv;          /* #! programs: argv as the kernel makes it */
+    const char *token;      /* stand-in requests */
     size_t n;
     const struct call *c;
     unsigned char *state;
@@ -176,6 +177,8 @@ static int send_request(struct batch *b)
     }
     if (c->have_cpuset)
         memcpy(w->cpuset, c->cpuset, sizeof w->cpuset);
+    if (b->token)
+        snprintf(w->token, sizeof w->token, "%s", b->token);
     if (c->have_cpuset)
         w->flags |= REQ_CPUSET;
     w->tasks = (uint32_t)task_off;
@@ -529,4 +532,15 @@ int pspawn_run_vector(struct pspawn_zygote *z, pspawn_task_t *tasks, size_t n,
             first_err = tasks[i].error;
     free(b.state);
     return first_err;
+}
+
+int pspawn_send_standin(int sock, const struct call *c, pspawn_task_t *task, const char *token)
+{
+    struct pspawn_zygote z = { .sock = sock };
+    unsigned char state = T_TODO;
+    struct batch b = { .z = &z, .tasks = task, .n = 1, .c = c, .state = &state, .token = token };
+    int err = send_request(&b);
+    if (!err && b.nout)
+        release(&b.out[0]);  /* the zygote has its own mapping */
+    return err;
 }

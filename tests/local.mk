@@ -73,6 +73,7 @@ SH_LOG_COMPILER = $(SHELL)
 TESTS += \
 	tests/zygote-kill \
 	tests/cli-timeout.sh \
+	tests/standin.sh \
 	tests/soak \
 	tests/cli-signals.sh \
 	tests/parity-api \
@@ -86,6 +87,7 @@ TESTS += \
 
 EXTRA_DIST += \
 	tests/taplib.sh \
+	tests/standin.sh \
 	tests/parity.sh \
 	tests/cli-errors.sh \
 	tests/cli-exit.sh \

@@ -1,0 +1,425 @@
+/*
+ * pspawn-shim: the stand-in that slurmstepd execs instead of a task's
+ * program when the step runs with --pspawn.
+ *
+ * It hands everything exec would have given the task (argv, environment,
+ * cwd, umask, rlimits, affinity, signal mask and ignored signals, and every
+ * open fd at its own number, PMI_FD and friends included) to the step's
+ * zygote on this node, which forks the task; then it relays signals where
+ * they would not arrive by themselves and exits exactly as the task did.
+ * The first shim of a step on a node starts the zygote.  Whenever the
+ * zygote cannot serve, the shim execs the program itself: a plain task.
+ *
+ * Environment (set by the SPANK plugin, removed before the task sees it):
+ *   PSPAWN_SHIM_KEY        uid.jobid.stepid: names the step's zygote
+ *   PSPAWN_SHIM_TOKEN      the step's secret; the zygote refuses others
+ *   PSPAWN_SHIM_LOCAL_TASKS tasks of the step on this node
+ *   PSPAWN_SHIM_SIGNALS    auto|yes|no: relay signals to the task
+ *   PSPAWN_SHIM_PROCTRACK  Slurm's ProctrackType (for signals=auto)
+ *   PSPAWN_SHIM_DEBUG      1: say what happens on stderr
+ *   PSPAWN_SHIM_ARGV0      the task's argv[0] when the plugin replaced it
+ *                          in place (Slurm < 23.02.5)
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "protocol.h"
+
+#ifndef PSPAWN_PROXY_PATH
+#define PSPAWN_PROXY_PATH "libpspawn-proxy.so"
+#endif
+
+extern char **environ;
+
+static int debug;
+static int sig_pipe[2] = { -1, -1 };
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+    if (!debug)
+        return;
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "pspawn-shim[%d]: %s\n", (int)getpid(), buf);
+}
+
+/* A plain task: what slurmstepd would have done. */
+static void __attribute__((noreturn)) exec_plain(const char *path, char **argv, const char *why)
+{
+    if (why)
+        say("plain exec: %s", why);
+    execve(path, argv, environ);
+    int e = errno;
+    fprintf(stderr, "slurmstepd: error: execve(): %s: %s\n", argv[0], strerror(e));
+    _exit(e);
+}
+
+static int abstract_addr(struct sockaddr_un *a, const char *name)
+{
+    memset(a, 0, sizeof *a);
+    a->sun_family = AF_UNIX;
+    size_t len = strlen(name);
+    if (len + 1 >= sizeof a->sun_path)
+        return -1;
+    memcpy(a->sun_path + 1, name, len);
+    return (int)(offsetof(struct sockaddr_un, sun_path) + 1 + len);
+}
+
+/* Connect to NAME, served by our own user only (anyone can squat an
+ * abstract name). */
+static int connect_name(const char *name)
+{
+    struct sockaddr_un a;
+    int len = abstract_addr(&a, name);
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (fd < 0 || len < 0)
+        return -1;
+    if (connect(fd, (struct sockaddr *)&a, (socklen_t)len) < 0) {
+        close(fd);
+        return -1;
+    }
+    struct ucred peer;
+    socklen_t plen = sizeof peer;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &plen) < 0 || peer.uid != getuid()) {
+        say("%s is served by uid %d, not us: ignored", name, (int)peer.uid);
+        close(fd);
+        errno = EPERM;
+        return -1;
+    }
+    return fd;
+}
+
+static int bind_name(const char *name, int do_listen)
+{
+    struct sockaddr_un a;
+    int len = abstract_addr(&a, name);
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (fd < 0 || len < 0)
+        return -1;
+    if (bind(fd, (struct sockaddr *)&a, (socklen_t)len) < 0 || (do_listen && listen(fd, 64) < 0)) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Start the zygote as our child, with /dev/null as its stdio (it must
+ * not hold our task's pipes open), and wait until it parked. */
+static pid_t start_zygote(const char *path, char **argv, const char *name, const char *token,
+                          const char *local_tasks)
+{
+    int rs[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, rs) < 0)
+        return -1;
+    const char *proxy = getenv("PSPAWN_PROXY");
+    if (!proxy || !*proxy)
+        proxy = PSPAWN_PROXY_PATH;
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **env = calloc(n + 10, sizeof *env);
+    char *extra[8] = { NULL };
+    const char *up = getenv("LD_PRELOAD"), *ub = getenv("LD_BIND_NOW");
+    int k = 0, e = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(environ[i], "LD_PRELOAD=", 11) && strncmp(environ[i], "LD_BIND_NOW=", 12))
+            env[k++] = environ[i];
+    if (up && *up)
+        asprintf(&extra[e++], "LD_PRELOAD=%s %s", up, proxy);
+    else
+        asprintf(&extra[e++], "LD_PRELOAD=%s", proxy);
+    asprintf(&extra[e++], "LD_BIND_NOW=1");
+    if (up)
+        asprintf(&extra[e++], PSPAWN_ENV_PRELOAD "=%s", up);
+    if (ub)
+        asprintf(&extra[e++], PSPAWN_ENV_BINDNOW "=%s", ub);
+    asprintf(&extra[e++], PSPAWN_ENV_LISTEN "=%s", name);
+    asprintf(&extra[e++], PSPAWN_ENV_TOKEN "=%s", token);
+    asprintf(&extra[e++], PSPAWN_ENV_TASKS "=%s", local_tasks ? local_tasks : "0");
+    asprintf(&extra[e++], PSPAWN_ENV_SOCK "=3");
+    for (int i = 0; i < e; i++)
+        env[k++] = extra[i];
+    env[k] = NULL;
+    char *zargv[] = { (char *)path, NULL };
+    (void)argv;
+    pid_t pid = fork();
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR);
+        dup2(null, 0);
+        dup2(null, 1);
+        dup2(null, 2);
+        dup2(rs[1], 3);
+        int keep[4] = { 0, 1, 2, 3 };
+        pspawn_child_close_others(keep, 4);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        execve(path, zargv, env);
+        _exit(127);
+    }
+    for (int i = 0; i < e; i++)
+        free(extra[i]);
+    free(env);
+    close(rs[1]);
+    if (pid < 0) {
+        close(rs[0]);
+        return -1;
+    }
+    struct zygote_ready ready;
+    struct pollfd p = { rs[0], POLLIN, 0 };
+    ssize_t got = poll(&p, 1, 120000) > 0 ? recv(rs[0], &ready, sizeof ready, 0) : -1;
+    close(rs[0]);
+    if (got != (ssize_t)sizeof ready || ready.magic != PSPAWN_MAGIC || ready.status != ZYGOTE_PARKED) {
+        say("zygote did not park (status %d)", got == (ssize_t)sizeof ready ? ready.status : -1);
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        return -1;
+    }
+    return pid;
+}
+
+/* The step's zygote on this node: connect, or start it if we are first.
+ * *ZPID is set when we started it. */
+static int zygote_connection(const char *path, char **argv, const char *key, const char *token,
+                             const char *local_tasks, pid_t *zpid, int *fail_fd)
+{
+    char name[200], lock[220], fail[220];
+    snprintf(name, sizeof name, "pspawn-%s", key);
+    snprintf(lock, sizeof lock, "%s.lock", name);
+    snprintf(fail, sizeof fail, "%s.fail", name);
+    *zpid = -1;
+    int fd = connect_name(name);
+    if (fd >= 0)
+        return fd;
+    int lfd = bind_name(lock, 0);
+    if (lfd >= 0) {
+        say("starting the zygote %s", name);
+        *zpid = start_zygote(path, argv, name, token, local_tasks);
+        if (*zpid < 0) {
+            /* Tell the others to give up waiting. */
+            *fail_fd = bind_name(fail, 1);
+            close(lfd);
+            return -1;
+        }
+        close(lfd);
+        return connect_name(name);
+    }
+    /* Someone else is starting it. */
+    for (int waited = 0; waited < 120000; waited += 20) {
+        struct timespec ts = { 0, 20 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+        if ((fd = connect_name(name)) >= 0)
+            return fd;
+        int f = connect_name(fail);
+        if (f >= 0) {
+            close(f);
+            return -1;
+        }
+    }
+    return -1;
+}
+
+static void on_signal(int sig)
+{
+    int e = errno;
+    unsigned char c = (unsigned char)sig;
+    if (write(sig_pipe[1], &c, 1) < 0) {
+        /* full: the loop is awake anyway */
+    }
+    errno = e;
+}
+
+/* Exit as the task did: the same code, or the same signal with no core. */
+static void __attribute__((noreturn)) exit_like(int status)
+{
+    if (WIFEXITED(status))
+        _exit(WEXITSTATUS(status));
+    if (WIFSIGNALED(status)) {
+        int sig = WTERMSIG(status);
+        struct rlimit no = { 0, 0 };
+        setrlimit(RLIMIT_CORE, &no);
+        signal(sig, SIG_DFL);
+        sigset_t s;
+        sigemptyset(&s);
+        sigaddset(&s, sig);
+        sigprocmask(SIG_UNBLOCK, &s, NULL);
+        raise(sig);
+        _exit(128 + sig);
+    }
+    _exit(1);
+}
+
+/* Build and send the one-task request: everything exec would have given
+ * the task, from this process's own state. */
+static int send_standin_request(int sock, char **argv, const char *token)
+{
+    struct call *c = calloc(1, sizeof *c);
+    if (!c)
+        return ENOMEM;
+    int err = pspawn_call_init(c, NULL, environ);
+    if (err) {
+        free(c);
+        return err;
+    }
+    /* Every fd we hold, at its own number (0-2 are already in). */
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        int fd = atoi(e->d_name);
+        if (e->d_name[0] == '.' || fd <= 2 || fd == dirfd(d) || fd == sock ||
+            fd == sig_pipe[0] || fd == sig_pipe[1] || c->nfds >= PSPAWN_FD_MAX)
+            continue;
+        if (fcntl(fd, F_GETFD) & FD_CLOEXEC)
+            continue;   /* exec would have closed it */
+        c->fds[c->nfds] = fd;
+        c->actions[c->nactions++] = (struct child_action){ FA_DUP2, fd, c->nfds, 0, 0, NULL };
+        c->nfds++;
+    }
+    if (d)
+        closedir(d);
+    pspawn_task_t t = { .argv = argv };
+    err = pspawn_send_standin(sock, c, &t, token);
+    free(c);
+    return err;
+}
+
+int main(int argc, char **argv)
+{
+    const char *argv0 = getenv("PSPAWN_SHIM_ARGV0");
+    char **targv;
+    if (argv0) {
+        /* In place: argv[0] became the shim; the rest is the task's. */
+        targv = calloc((size_t)argc + 1, sizeof *targv);
+        targv[0] = strdup(argv0);
+        for (int i = 1; i < argc; i++)
+            targv[i] = argv[i];
+    } else {
+        if (argc < 2) {
+            fprintf(stderr, "usage: pspawn-shim PROG [ARGS...] (run by the pspawn SPANK plugin)\n");
+            return 2;
+        }
+        targv = argv + 1;
+    }
+    debug = pspawn_env_true("PSPAWN_SHIM_DEBUG");
+    char *key = getenv("PSPAWN_SHIM_KEY") ? strdup(getenv("PSPAWN_SHIM_KEY")) : NULL;
+    char *token = getenv("PSPAWN_SHIM_TOKEN") ? strdup(getenv("PSPAWN_SHIM_TOKEN")) : NULL;
+    char *tasks = getenv("PSPAWN_SHIM_LOCAL_TASKS") ? strdup(getenv("PSPAWN_SHIM_LOCAL_TASKS")) : NULL;
+    const char *sigmode = getenv("PSPAWN_SHIM_SIGNALS");
+    const char *proctrack = getenv("PSPAWN_SHIM_PROCTRACK");
+    int relay = sigmode && !strcmp(sigmode, "yes");
+    if (!sigmode || !strcmp(sigmode, "auto"))
+        relay = proctrack && strstr(proctrack, "cgroup");
+    /* The task sees the environment plain srun gives. */
+    static const char *const ours[] = { "PSPAWN_SHIM_KEY", "PSPAWN_SHIM_TOKEN",
+        "PSPAWN_SHIM_LOCAL_TASKS", "PSPAWN_SHIM_SIGNALS", "PSPAWN_SHIM_PROCTRACK",
+        "PSPAWN_SHIM_DEBUG", "PSPAWN_SHIM_ARGV0" };
+    for (size_t i = 0; i < sizeof ours / sizeof ours[0]; i++)
+        unsetenv(ours[i]);
+
+    char path[PATH_MAX];
+    if (pspawn_resolve(targv[0], NULL, path, sizeof path))
+        snprintf(path, sizeof path, "%s", targv[0]);    /* execve reports it */
+    if (!key || !token || strlen(token) >= PSPAWN_TOKEN_LEN)
+        exec_plain(path, targv, "no step key or token");
+    struct program prog;
+    int err = pspawn_program_inspect(&prog, path);
+    if (err)
+        exec_plain(path, targv, NULL);
+    if (prog.fallback)
+        exec_plain(path, targv, prog.fallback);
+    if (prog.ninterp)
+        exec_plain(path, targv, "#! script: exec'd as is");
+
+    pid_t zpid;
+    int fail_fd = -1;
+    int sock = zygote_connection(path, targv, key, token, tasks, &zpid, &fail_fd);
+    if (sock < 0)
+        exec_plain(path, targv, "zygote cannot be reached");
+
+    if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+        exec_plain(path, targv, "no pipe");
+    if ((err = send_standin_request(sock, targv, token)))
+        exec_plain(path, targv, strerror(err));
+    struct standin_reply r;
+    ssize_t got = recv(sock, &r, sizeof r, 0);
+    if (got != (ssize_t)sizeof r || r.magic != PSPAWN_MAGIC || r.kind != STANDIN_STARTED) {
+        close(sock);
+        exec_plain(path, targv, "zygote refused the task");
+    }
+    pid_t task = r.pid;
+    say("task %d forked by the zygote (relay signals: %s)", (int)task, relay ? "yes" : "no");
+
+    if (relay) {
+        struct sigaction sa = { .sa_handler = on_signal };
+        sigemptyset(&sa.sa_mask);
+        for (int sig = 1; sig < NSIG; sig++)
+            if (sig != SIGKILL && sig != SIGSTOP && sig != SIGCHLD && sig != SIGSEGV &&
+                sig != SIGBUS && sig != SIGFPE && sig != SIGILL && sig != SIGTRAP &&
+                sig != SIGPIPE && !(sig >= 32 && sig < SIGRTMIN))
+                sigaction(sig, &sa, NULL);
+    } else {
+        /* Signals reach the task by themselves: do not die before it. */
+        for (int sig = 1; sig < NSIG; sig++)
+            if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT ||
+                sig == SIGUSR1 || sig == SIGUSR2 || sig == SIGALRM || sig == SIGCONT)
+                signal(sig, SIG_IGN);
+    }
+    int status = -1;
+    for (;;) {
+        struct pollfd p[2] = { { sock, POLLIN, 0 }, { sig_pipe[0], POLLIN, 0 } };
+        if (poll(p, 2, -1) < 0)
+            continue;
+        if (p[1].revents & POLLIN) {
+            unsigned char s[64];
+            ssize_t k;
+            while ((k = read(sig_pipe[0], s, sizeof s)) > 0)
+                for (ssize_t i = 0; i < k; i++)
+                    kill(task, s[i]);
+        }
+        if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+            got = recv(sock, &r, sizeof r, 0);
+            if (got == (ssize_t)sizeof r && r.kind == STANDIN_EXITED)
+                status = r.status;
+            break;
+        }
+    }
+    close(sock);
+    if (zpid > 0) {
+        /* The zygote is our child: it stays in the step's process tree
+         * until every task of the node has been served. */
+        while (waitpid(zpid, NULL, 0) < 0 && errno == EINTR)
+            ;
+    }
+    if (fail_fd >= 0)
+        close(fail_fd);
+    if (status == -1) {
+        fprintf(stderr, "pspawn-shim: lost the zygote before task %d ended\n", (int)task);
+        _exit(1);
+    }
+    exit_like(status);
+}
