@@ -11,7 +11,7 @@ set -euo pipefail
 
 role=${1:-slurmd}
 proctrack=${PSPAWN_PROCTRACK:-proctrack/cgroup}
-taskplugin=${PSPAWN_TASKPLUGIN:-task/affinity}
+taskplugin=${PSPAWN_TASKPLUGIN:-task/cgroup,task/affinity}
 say() { echo "[entrypoint $(hostname) $(date +%H:%M:%S)] $*"; }
 
 # slurm.conf from its template (the same on every node).
