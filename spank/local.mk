@@ -1,0 +1,45 @@
+# spank/: the SPANK plugin spank_pspawn.so (`srun --pspawn`), built where
+# configure finds slurm/spank.h (--with-slurm), installed into Slurm's
+# plugin directory (--with-slurm-plugindir; config/pspawn_spank.m4).
+#
+# The plugin links against no Slurm library: its spank_* and slurm_* calls
+# resolve in the process that loads it (srun, sbatch, salloc, slurmd,
+# slurmstepd).  It is never instrumented: slurmstepd has no sanitizer
+# runtime to give it.  It exports only what Slurm looks up.
+
+spank_plugin_sources = \
+	spank/pspawn_spank.c spank/pspawn_spank.h \
+	spank/pspawn_srun.c spank/pspawn_slurmstepd.c \
+	spank/pspawn_config.c spank/pspawn_config.h
+
+# Also in the tarball of a build without Slurm.
+EXTRA_DIST += $(spank_plugin_sources) spank/test-config.c spank/test-plugin.c
+
+# make distcheck installs as a user, under its own prefix.
+AM_DISTCHECK_CONFIGURE_FLAGS = --with-slurm-plugindir='$${libdir}/slurm'
+
+if HAVE_SLURM
+slurmplugindir = $(SLURM_PLUGINDIR)
+slurmplugin_LTLIBRARIES = spank/spank_pspawn.la
+spank_spank_pspawn_la_SOURCES = $(spank_plugin_sources)
+spank_spank_pspawn_la_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS) \
+	-DPSPAWN_SHIM_PATH='"$(pkglibexecdir)/pspawn-shim"'
+spank_spank_pspawn_la_CFLAGS = -std=c11 $(WARN_CFLAGS)
+spank_spank_pspawn_la_LDFLAGS = -module -avoid-version -shared \
+	-export-symbols-regex '^(plugin_|spank_plugin_version|slurm_spank_)'
+
+# The parser, with no Slurm at all.
+check_PROGRAMS += spank/test-config
+TESTS += spank/test-config
+spank_test_config_SOURCES = spank/test-config.c spank/pspawn_config.c spank/pspawn_config.h
+spank_test_config_CPPFLAGS = $(AM_CPPFLAGS) -DPSPAWN_SHIM_PATH='"/test/pspawn-shim"'
+
+# The built plugin in a fake slurmstepd that defines the SPANK calls.
+check_PROGRAMS += spank/test-plugin
+TESTS += spank/test-plugin
+spank_test_plugin_SOURCES = spank/test-plugin.c
+spank_test_plugin_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS) \
+	-DPLUGIN_PATH='"$(abs_top_builddir)/spank/.libs/spank_pspawn.so"'
+spank_test_plugin_LDFLAGS = $(AM_LDFLAGS) -export-dynamic -no-install
+spank_test_plugin_DEPENDENCIES = spank/spank_pspawn.la
+endif

@@ -1,0 +1,56 @@
+/*
+ * The plugin's settings: the plugstack.conf arguments and the values of
+ * the --pspawn option, parsed in one place.  Nothing here calls Slurm, so
+ * spank/test-config.c can test it without a cluster.
+ */
+#ifndef PSPAWN_CONFIG_H
+#define PSPAWN_CONFIG_H
+
+#include <limits.h>
+#include <stddef.h>
+
+enum pspawn_mode {
+    PSPAWN_MODE_OFF,
+    PSPAWN_MODE_ON,     /* every step that can use a zygote */
+    PSPAWN_MODE_AUTO,   /* only steps with more than one task on the node */
+};
+
+/* Whether the shim relays signals to its task (PSPAWN_SHIM_SIGNALS). */
+enum pspawn_signals {
+    PSPAWN_SIGNALS_AUTO,    /* the shim decides from ProctrackType */
+    PSPAWN_SIGNALS_YES,
+    PSPAWN_SIGNALS_NO,
+};
+
+struct pspawn_config {
+    enum pspawn_mode default_mode;  /* default=: when srun has no --pspawn */
+    enum pspawn_signals signals;    /* signals= */
+    int debug;                      /* debug=0|1 */
+    char shim[PATH_MAX];            /* shim=: absolute path of pspawn-shim */
+};
+
+/* The settings with no plugstack.conf argument: default=off, signals=auto,
+ * debug=0, shim=PSPAWN_SHIM_PATH. */
+void pspawn_config_defaults(struct pspawn_config *cfg);
+
+/*
+ * Parse the plugstack.conf arguments (key=value words) into cfg, which
+ * holds the defaults or earlier values; a key given twice keeps the last.
+ * Returns 0, or -1 with a message naming the bad argument in err
+ * (errlen bytes, always terminated); cfg may then be partly updated.
+ */
+int pspawn_config_parse(struct pspawn_config *cfg, int argc, char *const argv[],
+                        char *err, size_t errlen);
+
+/*
+ * The argument of --pspawn: "on", "off" or "auto"; NULL or "" (the option
+ * given with no argument) means on.  Returns 0, or -1 if text is none of
+ * these (mode is then unchanged).
+ */
+int pspawn_mode_parse(const char *text, enum pspawn_mode *mode);
+
+/* "on", "off", "auto"; "auto", "yes", "no": the words the parsers take. */
+const char *pspawn_mode_name(enum pspawn_mode mode);
+const char *pspawn_signals_name(enum pspawn_signals signals);
+
+#endif

@@ -1,0 +1,268 @@
+/*
+ * slurmstepd side: one slurmstepd per step and node.
+ *
+ * slurm_spank_user_init (once, in slurmstepd) decides whether the step
+ * runs its tasks through pspawn-shim and draws the step's token.
+ * slurm_spank_task_init (in each task's child, as the user, just before
+ * slurmstepd goes on to TaskProlog, TMPDIR, the PATH lookup, rlimits and
+ * execve) makes that execve start the shim, with the task's own argv after
+ * it, and gives the shim what it needs in PSPAWN_SHIM_* variables.
+ *
+ * Slurm >= 23.11 (HAVE_SPANK_PREPEND_TASK_ARGV): spank_prepend_task_argv
+ * puts the shim in front of the task's argv.  Before it, S_JOB_ARGV is the
+ * very array slurmstepd passes to execve (every task's argv points at the
+ * step's unless --multi-prog, slurmstepd_job.c), so its argv[0] is
+ * replaced by the shim in the task's child and the shim finds the task's
+ * argv[0] in PSPAWN_SHIM_ARGV0.  Either way the shim gets the argv[0]
+ * as the user gave it (slurmstepd looks up PATH for argv[0] only, which is
+ * now the shim) and looks it up itself.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "pspawn_spank.h"
+/* After spank.h, for the step ids and slurm_conf_t. */
+#include <slurm/slurm.h>
+
+#define TOKEN_BYTES 16
+
+/* What slurm_spank_user_init decided, inherited by each task's child. */
+static struct {
+    int use;                        /* exec the shim for every task */
+    char key[64];                   /* uid.jobid.stepid */
+    char token[2 * TOKEN_BYTES + 1];
+    char local_tasks[16];
+    char proctrack[64];             /* "" when unknown */
+} step;
+
+#define say(...)                                    \
+    do {                                            \
+        if (pspawn_config.debug)                    \
+            slurm_info(__VA_ARGS__);                \
+        else                                        \
+            slurm_debug(__VA_ARGS__);               \
+    } while (0)
+
+/*
+ * srun --multi-prog sends the configuration file's name and contents as
+ * the step's argv (launch_slurm.c, _load_multi), and slurmstepd gives each
+ * task its own argv from them; SPANK shows only the step's argv and no
+ * flag for it.  So: contents of more than one line, or one line that
+ * starts with a rank list ("0-3,5 prog" or "* prog").  A plain step whose
+ * second argument looks like that runs with a plain exec, which is always
+ * right, only not faster.
+ */
+static int looks_like_multi_prog(int argc, char **argv)
+{
+    if (argc < 2 || argv[1] == NULL)
+        return 0;
+    const char *s = argv[1];
+    if (strchr(s, '\n'))
+        return 1;
+    while (isspace((unsigned char)*s))
+        s++;
+    const char *ranks = s;
+    while (isdigit((unsigned char)*s) || *s == '-' || *s == ',' || *s == '*')
+        s++;
+    return s > ranks && isspace((unsigned char)*s);
+}
+
+/*
+ * ProctrackType, which the shim needs for signals=auto.  SPANK has no item
+ * for it; slurmstepd keeps slurm.conf in libslurmfull's global slurm_conf,
+ * laid out as slurm.h's slurm_conf_t (Slurm loads only plugins built for
+ * its own major release).  Looked up at run time, so the plugin needs no
+ * Slurm data symbol to load.
+ */
+static void read_proctrack(char *buf, size_t len)
+{
+    const slurm_conf_t *conf = dlsym(RTLD_DEFAULT, "slurm_conf");
+    buf[0] = '\0';
+    if (conf && conf->proctrack_type &&
+        strncmp(conf->proctrack_type, "proctrack/", 10) == 0 &&
+        strlen(conf->proctrack_type) < len)
+        snprintf(buf, len, "%s", conf->proctrack_type);
+}
+
+static int make_token(char *hex)
+{
+    unsigned char raw[TOKEN_BYTES];
+    size_t got = 0;
+    while (got < sizeof raw) {
+        ssize_t n = getrandom(raw + got, sizeof raw - got, 0);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        got += (size_t)n;
+    }
+    for (size_t i = 0; i < sizeof raw; i++)
+        snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+    return 0;
+}
+
+/* Why the step cannot use the shim, or NULL if it can. */
+static const char *plain_exec_reason(spank_t sp, enum pspawn_mode mode, uint32_t stepid,
+                                     uint32_t local_tasks)
+{
+    if (stepid >= SLURM_MAX_NORMAL_STEP_ID)
+        return "batch, extern or interactive step";
+    if (mode == PSPAWN_MODE_AUTO && local_tasks < 2)
+        return "auto: one task on this node";
+
+    /* srun sets it for --pty (env.c) and slurmstepd reads it back (io.c). */
+    char port[16];
+    spank_err_t rc = spank_getenv(sp, "SLURM_PTY_PORT", port, sizeof port);
+    if (rc == ESPANK_SUCCESS || rc == ESPANK_NOSPACE)
+        return "--pty";
+
+    int argc = 0;
+    char **argv = NULL;
+    if (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) != ESPANK_SUCCESS ||
+        argc < 1 || argv == NULL || argv[0] == NULL || argv[0][0] == '\0')
+        return "no program";
+    if (looks_like_multi_prog(argc, argv))
+        return "--multi-prog";
+    /* --bcast to a directory: slurmstepd appends the file name to argv[0]. */
+    if (argv[0][strlen(argv[0]) - 1] == '/')
+        return "--bcast to a directory";
+
+    /* user_init runs with the user's effective ids. */
+    if (faccessat(AT_FDCWD, pspawn_config.shim, X_OK, AT_EACCESS) < 0) {
+        slurm_error("pspawn: shim %s: %s; tasks run with a plain exec",
+                    pspawn_config.shim, strerror(errno));
+        return "no shim";
+    }
+    return NULL;
+}
+
+int pspawn_stepd_user_init(spank_t sp)
+{
+    enum pspawn_mode mode = pspawn_option_mode();
+    step.use = 0;
+    if (mode == PSPAWN_MODE_OFF)
+        return 0;
+
+    uid_t uid;
+    uint32_t jobid, stepid, local_tasks;
+    if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS ||
+        spank_get_item(sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS ||
+        spank_get_item(sp, S_JOB_STEPID, &stepid) != ESPANK_SUCCESS ||
+        spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &local_tasks) != ESPANK_SUCCESS) {
+        slurm_error("pspawn: cannot read the step's ids; tasks run with a plain exec");
+        return 0;
+    }
+    const char *reason = plain_exec_reason(sp, mode, stepid, local_tasks);
+    if (reason) {
+        say("pspawn: step %u.%u: plain exec (%s)", jobid, stepid, reason);
+        return 0;
+    }
+    if (make_token(step.token) < 0) {
+        slurm_error("pspawn: getrandom: %s; tasks run with a plain exec", strerror(errno));
+        return 0;
+    }
+    snprintf(step.key, sizeof step.key, "%u.%u.%u", (unsigned)uid, jobid, stepid);
+    snprintf(step.local_tasks, sizeof step.local_tasks, "%u", local_tasks);
+    read_proctrack(step.proctrack, sizeof step.proctrack);
+    step.use = 1;
+    say("pspawn: step %u.%u: %u task(s) through %s (signals=%s, proctrack %s)",
+        jobid, stepid, local_tasks, pspawn_config.shim,
+        pspawn_signals_name(pspawn_config.signals),
+        step.proctrack[0] ? step.proctrack : "unknown");
+    return 0;
+}
+
+static const char *const shim_vars[] = {
+    "PSPAWN_SHIM_KEY", "PSPAWN_SHIM_TOKEN", "PSPAWN_SHIM_LOCAL_TASKS",
+    "PSPAWN_SHIM_SIGNALS", "PSPAWN_SHIM_DEBUG", "PSPAWN_SHIM_PROCTRACK",
+    "PSPAWN_SHIM_ARGV0",
+};
+
+/* Leave the task as plain srun would run it. */
+static void unset_shim_vars(spank_t sp)
+{
+    for (size_t i = 0; i < sizeof shim_vars / sizeof shim_vars[0]; i++)
+        spank_unsetenv(sp, shim_vars[i]);
+}
+
+static int set_shim_vars(spank_t sp)
+{
+    const char *values[][2] = {
+        { "PSPAWN_SHIM_KEY", step.key },
+        { "PSPAWN_SHIM_TOKEN", step.token },
+        { "PSPAWN_SHIM_LOCAL_TASKS", step.local_tasks },
+        { "PSPAWN_SHIM_SIGNALS", pspawn_signals_name(pspawn_config.signals) },
+        { "PSPAWN_SHIM_DEBUG", pspawn_config.debug ? "1" : "0" },
+        { "PSPAWN_SHIM_PROCTRACK", step.proctrack },
+    };
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+        if (values[i][1][0] == '\0')
+            continue;
+        spank_err_t rc = spank_setenv(sp, values[i][0], values[i][1], 1);
+        if (rc != ESPANK_SUCCESS) {
+            slurm_error("pspawn: setting %s: %s; task runs with a plain exec",
+                        values[i][0], spank_strerror(rc));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+#ifdef HAVE_SPANK_PREPEND_TASK_ARGV
+static int exec_shim(spank_t sp)
+{
+    const char *shim_argv[] = { pspawn_config.shim };
+    spank_err_t rc = spank_prepend_task_argv(sp, 1, shim_argv);
+    if (rc != ESPANK_SUCCESS) {
+        slurm_error("pspawn: spank_prepend_task_argv: %s; task runs with a plain exec",
+                    spank_strerror(rc));
+        return -1;
+    }
+    return 0;
+}
+#else
+static int exec_shim(spank_t sp)
+{
+    int argc = 0;
+    char **argv = NULL;
+    spank_err_t rc = spank_get_item(sp, S_JOB_ARGV, &argc, &argv);
+    if (rc != ESPANK_SUCCESS || argc < 1 || argv == NULL || argv[0] == NULL) {
+        slurm_error("pspawn: no S_JOB_ARGV in task_init; task runs with a plain exec");
+        return -1;
+    }
+    rc = spank_setenv(sp, "PSPAWN_SHIM_ARGV0", argv[0], 1);
+    if (rc != ESPANK_SUCCESS) {
+        slurm_error("pspawn: setting PSPAWN_SHIM_ARGV0: %s; task runs with a plain exec",
+                    spank_strerror(rc));
+        return -1;
+    }
+    char *shim = strdup(pspawn_config.shim);
+    if (shim == NULL)
+        return -1;
+    /* Only this task's child (about to exec) sees the change; slurmstepd
+     * itself keeps the step's argv.  The old string stays allocated: this
+     * process execs or exits next. */
+    argv[0] = shim;
+    return 0;
+}
+#endif
+
+int pspawn_stepd_task_init(spank_t sp)
+{
+    if (!step.use)
+        return 0;
+    if (set_shim_vars(sp) < 0 || exec_shim(sp) < 0)
+        unset_shim_vars(sp);
+    /* Never fail the task: without the shim it runs as plain srun runs it. */
+    return 0;
+}

@@ -1,0 +1,38 @@
+/*
+ * What the parts of spank_pspawn.so share.  pspawn_spank.c holds the
+ * SPANK entry points and sends each call to the part for the process it
+ * runs in: pspawn_srun.c (the --pspawn option, registered in srun,
+ * sbatch/salloc and slurmstepd alike) and pspawn_slurmstepd.c (the step
+ * on a node: whether it uses the shim, and the task's exec).
+ */
+#ifndef PSPAWN_SPANK_H
+#define PSPAWN_SPANK_H
+
+/* Slurm 22.05's slurm/spank.h uses uint32_t without including it. */
+#include <stdint.h>
+#include <slurm/spank.h>
+
+#include "pspawn_config.h"
+
+/* The plugstack.conf arguments, parsed by slurm_spank_init in every
+ * process that loads the plugin. */
+extern struct pspawn_config pspawn_config;
+
+/* pspawn_srun.c */
+
+/* Register --pspawn[=on|off|auto]; only valid in slurm_spank_init. */
+int pspawn_option_register(spank_t sp);
+
+/* The mode for this step: the --pspawn argument (in slurmstepd, as Slurm
+ * handed it over from srun) or, with no --pspawn, the site default. */
+enum pspawn_mode pspawn_option_mode(void);
+
+/* Whether the user gave --pspawn (or the allocation's --pspawn reached
+ * this step through its environment). */
+int pspawn_option_given(void);
+
+/* pspawn_slurmstepd.c: in slurmstepd, as the callbacks of those names */
+int pspawn_stepd_user_init(spank_t sp);
+int pspawn_stepd_task_init(spank_t sp);
+
+#endif

@@ -1,0 +1,74 @@
+/*
+ * srun side: the --pspawn option.
+ *
+ * Slurm runs the option's callback in srun (remote == 0), where a bad
+ * argument stops srun before anything is launched, and again in every
+ * slurmstepd of the step (remote == 1) with the argument srun forwarded:
+ * that second call is how the step learns the user's choice.  The option
+ * is registered in sbatch/salloc too, so `#SBATCH --pspawn` sets it for
+ * every srun of the job (Slurm passes it on through the environment).
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "pspawn_spank.h"
+
+static int option_given;
+static enum pspawn_mode option_mode;
+
+static int on_option(int val, const char *optarg, int remote)
+{
+    (void)val;
+    /* sbatch/salloc --pspawn with no argument reaches srun through the
+     * job's environment as the text "(null)" (plugstack.c, _option_setenv
+     * formats the NULL argument). */
+    if (optarg && strcmp(optarg, "(null)") == 0)
+        optarg = NULL;
+    enum pspawn_mode mode;
+    if (pspawn_mode_parse(optarg, &mode) < 0) {
+        slurm_error("pspawn: --pspawn=%s: expected on, off or auto%s", optarg,
+                    remote ? " (in slurmstepd)" : "");
+        return -1;
+    }
+    option_mode = mode;
+    option_given = 1;
+    return 0;
+}
+
+int pspawn_option_register(spank_t sp)
+{
+    /* srun --help prints usage once the plugin is loaded, so it can name
+     * the site default from plugstack.conf. */
+    static char usage[256];
+    snprintf(usage, sizeof usage,
+             "start each task as a fork of one copy of the program per node, "
+             "loaded once (--pspawn alone means on; auto: only with more than one "
+             "task per node; site default: %s)",
+             pspawn_mode_name(pspawn_config.default_mode));
+    static struct spank_option option = {
+        .name = "pspawn",
+        .arginfo = "[on|off|auto]",
+        .has_arg = 2,   /* optional: --pspawn or --pspawn=WORD */
+        .val = 0,
+        .cb = on_option,
+    };
+    option.usage = usage;
+    spank_err_t rc = spank_option_register(sp, &option);
+    if (rc != ESPANK_SUCCESS) {
+        slurm_error("pspawn: cannot register --pspawn: %s", spank_strerror(rc));
+        return -1;
+    }
+    return 0;
+}
+
+enum pspawn_mode pspawn_option_mode(void)
+{
+    return option_given ? option_mode : pspawn_config.default_mode;
+}
+
+int pspawn_option_given(void)
+{
+    return option_given;
+}

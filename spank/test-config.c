@@ -1,0 +1,137 @@
+/* TAP: the plugstack.conf arguments and --pspawn values (pspawn_config.c),
+ * without Slurm.  Built with PSPAWN_SHIM_PATH="/test/pspawn-shim". */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "pspawn_config.h"
+
+static int n_tests, n_failed;
+
+static void ok(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void ok(int cond, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    printf("%s %d - ", cond ? "ok" : "not ok", ++n_tests);
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    if (!cond)
+        n_failed++;
+}
+
+/* Parse the words of line (space-separated) over the defaults. */
+static int parse(const char *line, struct pspawn_config *cfg, char *err, size_t errlen)
+{
+    char buf[8192];
+    char *words[32];
+    int n = 0;
+    snprintf(buf, sizeof buf, "%s", line);
+    for (char *save = NULL, *w = strtok_r(buf, " ", &save); w && n < 32;
+         w = strtok_r(NULL, " ", &save))
+        words[n++] = w;
+    pspawn_config_defaults(cfg);
+    return pspawn_config_parse(cfg, n, words, err, errlen);
+}
+
+static void good(const char *line, enum pspawn_mode mode, enum pspawn_signals signals,
+                 int debug, const char *shim)
+{
+    struct pspawn_config cfg;
+    char err[256] = "untouched";
+    int rc = parse(line, &cfg, err, sizeof err);
+    ok(rc == 0 && err[0] == '\0', "accepts \"%s\"%s%s", line, rc ? ": " : "", rc ? err : "");
+    ok(cfg.default_mode == mode && cfg.signals == signals && cfg.debug == debug &&
+       strcmp(cfg.shim, shim) == 0,
+       "\"%s\" gives default=%s signals=%s debug=%d shim=%s (got %s %s %d %s)", line,
+       pspawn_mode_name(mode), pspawn_signals_name(signals), debug, shim,
+       pspawn_mode_name(cfg.default_mode), pspawn_signals_name(cfg.signals), cfg.debug,
+       cfg.shim);
+}
+
+/* Rejected, with a message that names the argument. */
+static void bad(const char *line, const char *named)
+{
+    struct pspawn_config cfg;
+    char err[256] = "";
+    int rc = parse(line, &cfg, err, sizeof err);
+    ok(rc == -1, "rejects \"%s\"", line);
+    ok(strstr(err, named) != NULL, "message names \"%s\": %s", named, err);
+}
+
+int main(void)
+{
+    struct pspawn_config cfg;
+    pspawn_config_defaults(&cfg);
+    ok(cfg.default_mode == PSPAWN_MODE_OFF && cfg.signals == PSPAWN_SIGNALS_AUTO &&
+       cfg.debug == 0 && strcmp(cfg.shim, "/test/pspawn-shim") == 0,
+       "defaults: default=off signals=auto debug=0 shim=PSPAWN_SHIM_PATH");
+
+    good("", PSPAWN_MODE_OFF, PSPAWN_SIGNALS_AUTO, 0, "/test/pspawn-shim");
+    good("default=on", PSPAWN_MODE_ON, PSPAWN_SIGNALS_AUTO, 0, "/test/pspawn-shim");
+    good("default=auto", PSPAWN_MODE_AUTO, PSPAWN_SIGNALS_AUTO, 0, "/test/pspawn-shim");
+    good("default=off", PSPAWN_MODE_OFF, PSPAWN_SIGNALS_AUTO, 0, "/test/pspawn-shim");
+    good("signals=yes", PSPAWN_MODE_OFF, PSPAWN_SIGNALS_YES, 0, "/test/pspawn-shim");
+    good("signals=no", PSPAWN_MODE_OFF, PSPAWN_SIGNALS_NO, 0, "/test/pspawn-shim");
+    good("signals=auto", PSPAWN_MODE_OFF, PSPAWN_SIGNALS_AUTO, 0, "/test/pspawn-shim");
+    good("debug=1", PSPAWN_MODE_OFF, PSPAWN_SIGNALS_AUTO, 1, "/test/pspawn-shim");
+    good("debug=0", PSPAWN_MODE_OFF, PSPAWN_SIGNALS_AUTO, 0, "/test/pspawn-shim");
+    good("shim=/opt/p/shim", PSPAWN_MODE_OFF, PSPAWN_SIGNALS_AUTO, 0, "/opt/p/shim");
+    good("default=auto signals=no debug=1 shim=/x/y", PSPAWN_MODE_AUTO, PSPAWN_SIGNALS_NO, 1,
+         "/x/y");
+    good("debug=1 debug=0 default=on default=auto", PSPAWN_MODE_AUTO, PSPAWN_SIGNALS_AUTO, 0,
+         "/test/pspawn-shim");
+    good("shim=/a=b", PSPAWN_MODE_OFF, PSPAWN_SIGNALS_AUTO, 0, "/a=b");
+
+    bad("default=yes", "default=yes");
+    bad("default=", "default=");
+    bad("default=ON", "default=ON");
+    bad("signals=maybe", "signals=maybe");
+    bad("signals=", "signals=");
+    bad("debug=2", "debug=2");
+    bad("debug=yes", "debug=yes");
+    bad("debug", "debug");
+    bad("shim=relative/pspawn-shim", "shim=relative/pspawn-shim");
+    bad("shim=", "shim=");
+    bad("defaults=on", "defaults=on");
+    bad("=on", "=on");
+    bad("default=on bogus", "bogus");
+    bad("signals=yes debug=1 default=of", "default=of");
+
+    char longpath[PATH_MAX + 16];
+    memset(longpath, 'a', sizeof longpath - 1);
+    longpath[0] = '/';
+    longpath[sizeof longpath - 1] = '\0';
+    char longarg[PATH_MAX + 32];
+    snprintf(longarg, sizeof longarg, "shim=%s", longpath);
+    char *argv[] = { longarg };
+    char err[256] = "";
+    pspawn_config_defaults(&cfg);
+    ok(pspawn_config_parse(&cfg, 1, argv, err, sizeof err) == -1 && strstr(err, "shim") != NULL,
+       "rejects a shim path longer than PATH_MAX: %s", err);
+
+    /* A tiny error buffer is still terminated. */
+    char tiny[8];
+    memset(tiny, 'x', sizeof tiny);
+    char *bogus[] = { "bogus=1" };
+    ok(pspawn_config_parse(&cfg, 1, bogus, tiny, sizeof tiny) == -1 &&
+       memchr(tiny, '\0', sizeof tiny) != NULL, "error message truncated and terminated");
+
+    enum pspawn_mode m = PSPAWN_MODE_OFF;
+    ok(pspawn_mode_parse(NULL, &m) == 0 && m == PSPAWN_MODE_ON, "--pspawn alone: on");
+    m = PSPAWN_MODE_OFF;
+    ok(pspawn_mode_parse("", &m) == 0 && m == PSPAWN_MODE_ON, "--pspawn= (empty): on");
+    ok(pspawn_mode_parse("off", &m) == 0 && m == PSPAWN_MODE_OFF, "--pspawn=off");
+    ok(pspawn_mode_parse("auto", &m) == 0 && m == PSPAWN_MODE_AUTO, "--pspawn=auto");
+    ok(pspawn_mode_parse("on", &m) == 0 && m == PSPAWN_MODE_ON, "--pspawn=on");
+    m = PSPAWN_MODE_AUTO;
+    ok(pspawn_mode_parse("yes", &m) == -1 && m == PSPAWN_MODE_AUTO,
+       "--pspawn=yes rejected, mode unchanged");
+    ok(pspawn_mode_parse("on ", &m) == -1, "--pspawn='on ' rejected");
+
+    printf("1..%d\n", n_tests);
+    return n_failed ? 1 : 0;
+}

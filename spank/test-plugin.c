@@ -1,0 +1,604 @@
+/*
+ * TAP: spank_pspawn.so in a fake slurmstepd.
+ *
+ * This program defines the SPANK calls the plugin may use (exported with
+ * -export-dynamic, as slurmstepd's libslurmfull does), loads the built
+ * plugin with RTLD_NOW (so a call outside this list fails the load), and
+ * plays the callbacks a step would: init, the --pspawn callback as Slurm
+ * hands the option over, user_init, then task_init for each task on a
+ * copy of the state, as each task's child would have.  PLUGIN_PATH is the
+ * plugin in the build tree.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Slurm 22.05's slurm/spank.h uses uint32_t without including it. */
+#include <stdint.h>
+#include <slurm/spank.h>
+#include <slurm/slurm.h>
+
+static int n_tests, n_failed;
+
+static void ok(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void ok(int cond, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    printf("%s %d - ", cond ? "ok" : "not ok", ++n_tests);
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    if (!cond)
+        n_failed++;
+}
+
+/* ---- the fake slurmstepd: what the plugin's SPANK calls see ---- */
+
+struct spank_handle {
+    int in_task;
+};
+
+#define MAX_ENV 64
+#define MAX_ARGV 16
+
+static struct {
+    spank_context_t context;
+    uid_t uid;
+    uint32_t jobid, stepid, local_tasks;
+    int argc;
+    char *argv[MAX_ARGV + 2];   /* the step's argv (S_JOB_ARGV) */
+    char *env[MAX_ENV];         /* the job's environment, "NAME=value" */
+    const char *fail_setenv;    /* spank_setenv refuses this name */
+#ifdef HAVE_SPANK_PREPEND_TASK_ARGV
+    int task_argc;
+    char *task_argv[MAX_ARGV + 4];
+#endif
+    struct spank_option *option;
+    char last_error[1024];
+    int n_errors;
+} host;
+
+slurm_conf_t slurm_conf;
+
+static void log_line(const char *level, const char *fmt, va_list ap)
+{
+    char buf[1024];
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    printf("# %s: %s\n", level, buf);
+    if (strcmp(level, "error") == 0) {
+        snprintf(host.last_error, sizeof host.last_error, "%s", buf);
+        host.n_errors++;
+    }
+}
+
+#define LOG_STUB(name, level)                  \
+    void name(const char *fmt, ...)            \
+    {                                          \
+        va_list ap;                            \
+        va_start(ap, fmt);                     \
+        log_line(level, fmt, ap);              \
+        va_end(ap);                            \
+    }
+LOG_STUB(slurm_error, "error")
+LOG_STUB(slurm_info, "info")
+LOG_STUB(slurm_verbose, "verbose")
+LOG_STUB(slurm_debug, "debug")
+LOG_STUB(slurm_debug2, "debug2")
+LOG_STUB(slurm_debug3, "debug3")
+LOG_STUB(slurm_spank_log, "spank")
+
+const char *spank_strerror(spank_err_t err)
+{
+    static char buf[32];
+    snprintf(buf, sizeof buf, "spank error %d", (int)err);
+    return buf;
+}
+
+spank_context_t spank_context(void)
+{
+    return host.context;
+}
+
+int spank_remote(spank_t sp)
+{
+    (void)sp;
+    return host.context == S_CTX_REMOTE;
+}
+
+spank_err_t spank_option_register(spank_t sp, struct spank_option *opt)
+{
+    (void)sp;
+    host.option = opt;
+    return ESPANK_SUCCESS;
+}
+
+spank_err_t spank_get_item(spank_t sp, spank_item_t item, ...)
+{
+    (void)sp;
+    va_list ap;
+    spank_err_t rc = ESPANK_SUCCESS;
+    va_start(ap, item);
+    switch (item) {
+    case S_JOB_UID:
+        *va_arg(ap, uid_t *) = host.uid;
+        break;
+    case S_JOB_ID:
+        *va_arg(ap, uint32_t *) = host.jobid;
+        break;
+    case S_JOB_STEPID:
+        *va_arg(ap, uint32_t *) = host.stepid;
+        break;
+    case S_JOB_LOCAL_TASK_COUNT:
+        *va_arg(ap, uint32_t *) = host.local_tasks;
+        break;
+    case S_JOB_ARGV: {
+        int *argc = va_arg(ap, int *);
+        char ***argv = va_arg(ap, char ***);
+        *argc = host.argc;
+        *argv = host.argv;
+        break;
+    }
+    default:
+        rc = ESPANK_BAD_ARG;
+    }
+    va_end(ap);
+    return rc;
+}
+
+static char **env_find(const char *var)
+{
+    size_t len = strlen(var);
+    for (int i = 0; i < MAX_ENV; i++)
+        if (host.env[i] && strncmp(host.env[i], var, len) == 0 && host.env[i][len] == '=')
+            return &host.env[i];
+    return NULL;
+}
+
+static const char *env_get(const char *var)
+{
+    char **e = env_find(var);
+    return e ? *e + strlen(var) + 1 : NULL;
+}
+
+static void env_put(const char *var, const char *val)
+{
+    char **e = env_find(var);
+    if (!e)
+        for (int i = 0; i < MAX_ENV && !e; i++)
+            if (!host.env[i])
+                e = &host.env[i];
+    free(*e);
+    size_t n = strlen(var) + strlen(val) + 2;
+    *e = malloc(n);
+    snprintf(*e, n, "%s=%s", var, val);
+}
+
+static void env_clear(void)
+{
+    for (int i = 0; i < MAX_ENV; i++) {
+        free(host.env[i]);
+        host.env[i] = NULL;
+    }
+}
+
+static int env_count_prefix(const char *prefix)
+{
+    int n = 0;
+    for (int i = 0; i < MAX_ENV; i++)
+        if (host.env[i] && strncmp(host.env[i], prefix, strlen(prefix)) == 0)
+            n++;
+    return n;
+}
+
+spank_err_t spank_getenv(spank_t sp, const char *var, char *buf, int len)
+{
+    (void)sp;
+    const char *v = env_get(var);
+    if (!v)
+        return ESPANK_ENV_NOEXIST;
+    if ((int)strlen(v) >= len)
+        return ESPANK_NOSPACE;
+    memcpy(buf, v, strlen(v) + 1);
+    return ESPANK_SUCCESS;
+}
+
+spank_err_t spank_setenv(spank_t sp, const char *var, const char *val, int overwrite)
+{
+    (void)sp;
+    if (host.fail_setenv && strcmp(var, host.fail_setenv) == 0)
+        return ESPANK_ERROR;
+    if (!overwrite && env_get(var))
+        return ESPANK_ENV_EXISTS;
+    env_put(var, val);
+    return ESPANK_SUCCESS;
+}
+
+spank_err_t spank_unsetenv(spank_t sp, const char *var)
+{
+    (void)sp;
+    char **e = env_find(var);
+    if (e) {
+        free(*e);
+        *e = NULL;
+    }
+    return ESPANK_SUCCESS;
+}
+
+#ifdef HAVE_SPANK_PREPEND_TASK_ARGV
+spank_err_t spank_prepend_task_argv(spank_t sp, int argc, const char *argv[])
+{
+    if (!sp->in_task)
+        return ESPANK_NOT_TASK;
+    if (host.task_argc + argc > MAX_ARGV + 2)
+        return ESPANK_ERROR;
+    memmove(host.task_argv + argc, host.task_argv, (host.task_argc + 1) * sizeof(char *));
+    for (int i = 0; i < argc; i++)
+        host.task_argv[i] = strdup(argv[i]);
+    host.task_argc += argc;
+    return ESPANK_SUCCESS;
+}
+#endif
+
+/* ---- the plugin ---- */
+
+static void *plugin;
+static spank_f *p_init, *p_user_init, *p_task_init;
+
+static int load(void)
+{
+    plugin = dlopen(PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
+    if (!plugin) {
+        printf("# dlopen: %s\n", dlerror());
+        return -1;
+    }
+    p_init = (spank_f *)dlsym(plugin, "slurm_spank_init");
+    p_user_init = (spank_f *)dlsym(plugin, "slurm_spank_user_init");
+    p_task_init = (spank_f *)dlsym(plugin, "slurm_spank_task_init");
+    return p_init && p_user_init && p_task_init ? 0 : -1;
+}
+
+static void unload(void)
+{
+    dlclose(plugin);
+    plugin = NULL;
+    host.option = NULL;
+}
+
+/* A step as one slurmstepd sees it. */
+struct step {
+    const char *plugstack;      /* plugstack.conf arguments */
+    int option_given;
+    const char *optarg;         /* --pspawn argument (NULL: none) */
+    uint32_t stepid, local_tasks;
+    const char *argv[MAX_ARGV];
+    const char *env;            /* one extra "NAME=value", or NULL */
+    const char *fail_setenv;
+};
+
+/* What one task's execve would get. */
+struct task {
+    int shim;                   /* execve runs the shim */
+    char argv0[256];            /* what execve runs */
+    char user_argv[512];        /* the task's argv as the shim passes it on, joined by ' ' */
+    char key[64], token[64], local_tasks[16], signals[8], debug[4], proctrack[64];
+    int n_pspawn_vars;
+};
+
+static void copy_var(char *dst, size_t len, const char *var)
+{
+    const char *v = env_get(var);
+    snprintf(dst, len, "%s", v ? v : "-");
+}
+
+static void join(char *dst, size_t len, char *const *argv, int from)
+{
+    dst[0] = '\0';
+    for (int i = from; argv[i]; i++)
+        snprintf(dst + strlen(dst), len - strlen(dst), "%s%s", i > from ? " " : "", argv[i]);
+}
+
+/* Run the step's callbacks and one task's task_init; 0 if every callback
+ * returned 0 and the task's execve is described in *t. */
+static int run_step(const struct step *s, struct task *t, int ntasks_run, struct task *more)
+{
+    struct spank_handle sp = { 0 };
+    char *av[16];
+    int ac = 0;
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", s->plugstack ? s->plugstack : "");
+    for (char *save = NULL, *w = strtok_r(buf, " ", &save); w && ac < 16;
+         w = strtok_r(NULL, " ", &save))
+        av[ac++] = w;
+
+    host.context = S_CTX_REMOTE;
+    host.uid = 1000;
+    host.jobid = 42;
+    host.stepid = s->stepid;
+    host.local_tasks = s->local_tasks;
+    host.fail_setenv = s->fail_setenv;
+    env_clear();
+    env_put("PATH", "/usr/bin:/bin");
+    if (s->env) {
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(s->env, "="), s->env);
+        env_put(name, strchr(s->env, '=') + 1);
+    }
+
+    if (load() < 0)
+        return -1;
+    if (p_init(&sp, ac, av) != 0 || !host.option)
+        return -1;
+    if (s->option_given && host.option->cb(host.option->val, s->optarg, 1) != 0)
+        return -1;
+    host.argc = 0;
+    for (int i = 0; s->argv[i]; i++)
+        host.argv[host.argc++] = (char *)s->argv[i];
+    host.argv[host.argc] = NULL;
+    if (p_user_init(&sp, 0, NULL) != 0)
+        return -1;
+
+    /* Each task's child starts from the step's state after user_init. */
+    char *saved_env[MAX_ENV];
+    for (int i = 0; i < MAX_ENV; i++)
+        saved_env[i] = host.env[i] ? strdup(host.env[i]) : NULL;
+    int rc = 0;
+    for (int k = 0; k < ntasks_run && rc == 0; k++) {
+        struct task *tk = k == 0 ? t : &more[k - 1];
+        memset(tk, 0, sizeof *tk);
+        env_clear();
+        for (int i = 0; i < MAX_ENV; i++)
+            host.env[i] = saved_env[i] ? strdup(saved_env[i]) : NULL;
+        host.argc = 0;
+        for (int i = 0; s->argv[i]; i++)
+            host.argv[host.argc++] = (char *)s->argv[i];
+        host.argv[host.argc] = NULL;
+#ifdef HAVE_SPANK_PREPEND_TASK_ARGV
+        host.task_argc = host.argc;
+        for (int i = 0; i <= host.argc; i++)
+            host.task_argv[i] = host.argv[i] ? strdup(host.argv[i]) : NULL;
+#endif
+        sp.in_task = 1;
+        if (p_task_init(&sp, 0, NULL) != 0)
+            rc = -1;
+        sp.in_task = 0;
+#ifdef HAVE_SPANK_PREPEND_TASK_ARGV
+        char **exec_argv = host.task_argv;
+#else
+        char **exec_argv = host.argv;
+#endif
+        snprintf(tk->argv0, sizeof tk->argv0, "%s", exec_argv[0]);
+        const char *argv0 = env_get("PSPAWN_SHIM_ARGV0");
+        tk->shim = env_get("PSPAWN_SHIM_KEY") != NULL;
+        if (argv0) {
+            /* In place: argv[0] is the shim, the task's argv[0] is in the env. */
+            char rest[512];
+            join(rest, sizeof rest, exec_argv, 1);
+            snprintf(tk->user_argv, sizeof tk->user_argv, "%.200s%s%.300s", argv0, rest[0] ? " " : "",
+                     rest);
+        } else {
+            join(tk->user_argv, sizeof tk->user_argv, exec_argv, tk->shim ? 1 : 0);
+        }
+        copy_var(tk->key, sizeof tk->key, "PSPAWN_SHIM_KEY");
+        copy_var(tk->token, sizeof tk->token, "PSPAWN_SHIM_TOKEN");
+        copy_var(tk->local_tasks, sizeof tk->local_tasks, "PSPAWN_SHIM_LOCAL_TASKS");
+        copy_var(tk->signals, sizeof tk->signals, "PSPAWN_SHIM_SIGNALS");
+        copy_var(tk->debug, sizeof tk->debug, "PSPAWN_SHIM_DEBUG");
+        copy_var(tk->proctrack, sizeof tk->proctrack, "PSPAWN_SHIM_PROCTRACK");
+        tk->n_pspawn_vars = env_count_prefix("PSPAWN_");
+#ifdef HAVE_SPANK_PREPEND_TASK_ARGV
+        for (int i = 0; host.task_argv[i]; i++)
+            free(host.task_argv[i]);
+#else
+        if (host.argv[0] != s->argv[0])
+            free(host.argv[0]);     /* the plugin's copy of the shim path */
+#endif
+    }
+    for (int i = 0; i < MAX_ENV; i++)
+        free(saved_env[i]);
+    env_clear();
+    unload();
+    return rc;
+}
+
+static int is_hex32(const char *s)
+{
+    if (strlen(s) != 32)
+        return 0;
+    for (; *s; s++)
+        if (!isxdigit((unsigned char)*s) || isupper((unsigned char)*s))
+            return 0;
+    return 1;
+}
+
+#define SHIM "/bin/true"    /* any executable: the plugin checks X_OK */
+#define ARGV(...) { __VA_ARGS__, NULL }
+
+static void expect_plain(const char *what, const struct step *s)
+{
+    struct task t;
+    int rc = run_step(s, &t, 1, NULL);
+    ok(rc == 0 && !t.shim && t.n_pspawn_vars == 0 && strcmp(t.argv0, s->argv[0]) == 0,
+       "%s: plain exec of %s (got %s, %d PSPAWN_ variables)", what, s->argv[0], t.argv0,
+       t.n_pspawn_vars);
+}
+
+static void expect_shim(const char *what, const struct step *s, struct task *t)
+{
+    int rc = run_step(s, t, 1, NULL);
+    char want_argv[512];
+    join(want_argv, sizeof want_argv, (char *const *)s->argv, 0);
+    ok(rc == 0 && t->shim && strcmp(t->argv0, SHIM) == 0 && strcmp(t->user_argv, want_argv) == 0,
+       "%s: execve runs the shim with the task's argv \"%s\" (got %s, \"%s\")", what,
+       want_argv, t->argv0, t->user_argv);
+}
+
+int main(void)
+{
+    /* Loads with every Slurm call it makes resolved here. */
+    ok(load() == 0, "dlopen(RTLD_NOW) with only the SPANK API defined: %s", PLUGIN_PATH);
+    if (!plugin) {
+        printf("1..%d\n", n_tests);
+        return 1;
+    }
+    const char *name = dlsym(plugin, "plugin_name");
+    const char *type = dlsym(plugin, "plugin_type");
+    const unsigned int *version = dlsym(plugin, "plugin_version");
+    const unsigned int *spank_version = dlsym(plugin, "spank_plugin_version");
+    ok(name && strcmp(name, "pspawn") == 0, "plugin_name is pspawn");
+    ok(type && strcmp(type, "spank") == 0, "plugin_type is spank");
+    ok(version && *version == SLURM_VERSION_NUMBER,
+       "plugin_version is this Slurm's (0x%x)", SLURM_VERSION_NUMBER);
+    ok(spank_version != NULL, "spank_plugin_version is there");
+    ok(dlsym(plugin, "pspawn_config_parse") == NULL, "internal functions are not exported");
+
+    /* Bad plugstack.conf arguments fail init, naming the argument. */
+    struct spank_handle sp = { 0 };
+    char *bad[] = { "default=on", "signals=sometimes" };
+    host.context = S_CTX_REMOTE;
+    host.n_errors = 0;
+    ok(p_init(&sp, 2, bad) == -1 && strstr(host.last_error, "signals=sometimes"),
+       "bad argument: init fails, error names it (%s)", host.last_error);
+
+    /* The option, in srun: registered with an optional argument. */
+    host.context = S_CTX_LOCAL;
+    host.option = NULL;
+    char *none[] = { NULL };
+    ok(p_init(&sp, 0, none) == 0 && host.option && strcmp(host.option->name, "pspawn") == 0 &&
+       host.option->has_arg == 2 && host.option->usage && strstr(host.option->usage, "off"),
+       "srun: --pspawn registered, optional argument, usage names the site default");
+    ok(host.option && host.option->cb(host.option->val, "bogus", 0) != 0,
+       "--pspawn=bogus is refused in srun");
+    ok(host.option && host.option->cb(host.option->val, NULL, 0) == 0 &&
+       host.option->cb(host.option->val, "auto", 0) == 0, "--pspawn and --pspawn=auto are taken");
+    ok(host.option && host.option->cb(host.option->val, "(null)", 0) == 0,
+       "sbatch --pspawn, as srun finds it in the job's environment (\"(null)\"), is taken");
+    ok(p_user_init(&sp, 0, NULL) == 0 && p_task_init(&sp, 0, NULL) == 0,
+       "srun: user_init and task_init do nothing");
+    host.context = S_CTX_ALLOCATOR;
+    host.option = NULL;
+    ok(p_init(&sp, 0, none) == 0 && host.option, "sbatch/salloc: --pspawn registered");
+    host.context = S_CTX_SLURMD;
+    host.option = NULL;
+    ok(p_init(&sp, 0, none) == 0 && !host.option, "slurmd: nothing registered");
+    unload();
+
+    slurm_conf.proctrack_type = "proctrack/cgroup";
+    struct task t, t2, t3[3];
+
+    expect_plain("site default off, no --pspawn",
+                 &(struct step){ .plugstack = "shim=" SHIM, .stepid = 7, .local_tasks = 4,
+                                 .argv = ARGV("./app", "x") });
+
+    expect_shim("--pspawn",
+                &(struct step){ .plugstack = "shim=" SHIM, .option_given = 1, .stepid = 7,
+                                .local_tasks = 4, .argv = ARGV("./app", "-n", "3") },
+                &t);
+    ok(strcmp(t.key, "1000.42.7") == 0, "PSPAWN_SHIM_KEY=uid.jobid.stepid (%s)", t.key);
+    ok(is_hex32(t.token), "PSPAWN_SHIM_TOKEN is 32 hex digits (%s)", t.token);
+    ok(strcmp(t.local_tasks, "4") == 0, "PSPAWN_SHIM_LOCAL_TASKS=4 (%s)", t.local_tasks);
+    ok(strcmp(t.signals, "auto") == 0 && strcmp(t.debug, "0") == 0,
+       "PSPAWN_SHIM_SIGNALS=auto, PSPAWN_SHIM_DEBUG=0 (%s, %s)", t.signals, t.debug);
+    ok(strcmp(t.proctrack, "proctrack/cgroup") == 0,
+       "PSPAWN_SHIM_PROCTRACK from slurm_conf (%s)", t.proctrack);
+#ifdef HAVE_SPANK_PREPEND_TASK_ARGV
+    ok(t.n_pspawn_vars == 6, "6 PSPAWN_ variables, no PSPAWN_SHIM_ARGV0 (%d)", t.n_pspawn_vars);
+#else
+    ok(t.n_pspawn_vars == 7, "7 PSPAWN_ variables with PSPAWN_SHIM_ARGV0 (%d)", t.n_pspawn_vars);
+#endif
+
+    /* Tasks of one step share the token; another step draws its own. */
+    struct step three = { .plugstack = "shim=" SHIM, .option_given = 1, .stepid = 8,
+                          .local_tasks = 3, .argv = ARGV("app") };
+    int rc = run_step(&three, &t3[0], 3, &t3[1]);
+    ok(rc == 0 && t3[0].shim && t3[1].shim && t3[2].shim &&
+       strcmp(t3[0].token, t3[1].token) == 0 && strcmp(t3[0].token, t3[2].token) == 0 &&
+       strcmp(t3[0].user_argv, "app") == 0 && strcmp(t3[2].user_argv, "app") == 0,
+       "three tasks of one step: all through the shim, one token");
+    ok(strcmp(t3[0].token, t.token) != 0, "another step, another token");
+
+    expect_shim("--pspawn from sbatch (\"(null)\")",
+                &(struct step){ .plugstack = "shim=" SHIM, .option_given = 1,
+                                .optarg = "(null)", .stepid = 0, .local_tasks = 1,
+                                .argv = ARGV("app") },
+                &t);
+    expect_shim("default=on, no --pspawn",
+                &(struct step){ .plugstack = "default=on shim=" SHIM, .stepid = 0,
+                                .local_tasks = 1, .argv = ARGV("/bin/app") },
+                &t);
+    expect_plain("default=on, --pspawn=off",
+                 &(struct step){ .plugstack = "default=on shim=" SHIM, .option_given = 1,
+                                 .optarg = "off", .stepid = 0, .local_tasks = 4,
+                                 .argv = ARGV("/bin/app") });
+    expect_plain("--pspawn=auto, one task on the node",
+                 &(struct step){ .plugstack = "shim=" SHIM, .option_given = 1, .optarg = "auto",
+                                 .stepid = 0, .local_tasks = 1, .argv = ARGV("app") });
+    expect_shim("--pspawn=auto, two tasks on the node",
+                &(struct step){ .plugstack = "shim=" SHIM, .option_given = 1, .optarg = "auto",
+                                .stepid = 0, .local_tasks = 2, .argv = ARGV("app") },
+                &t);
+    expect_shim("default=auto, two tasks on the node",
+                &(struct step){ .plugstack = "default=auto shim=" SHIM, .stepid = 0,
+                                .local_tasks = 2, .argv = ARGV("app") },
+                &t);
+    expect_plain("--pspawn, --pty (SLURM_PTY_PORT)",
+                 &(struct step){ .plugstack = "shim=" SHIM, .option_given = 1, .stepid = 1,
+                                 .local_tasks = 4, .argv = ARGV("bash"),
+                                 .env = "SLURM_PTY_PORT=41234" });
+    expect_plain("--pspawn, --multi-prog",
+                 &(struct step){ .plugstack = "shim=" SHIM, .option_given = 1, .stepid = 1,
+                                 .local_tasks = 4,
+                                 .argv = ARGV("mp.conf", "0-1 ./a\n2,3 ./b %t\n") });
+    expect_plain("--pspawn, --multi-prog of one line",
+                 &(struct step){ .plugstack = "shim=" SHIM, .option_given = 1, .stepid = 1,
+                                 .local_tasks = 4, .argv = ARGV("mp.conf", "* hostname") });
+    expect_shim("--pspawn, a program whose first argument has no rank list",
+                &(struct step){ .plugstack = "shim=" SHIM, .option_given = 1, .stepid = 1,
+                                .local_tasks = 4, .argv = ARGV("./app", "10", "-x") },
+                &t);
+    expect_plain("--pspawn, batch step",
+                 &(struct step){ .plugstack = "default=on shim=" SHIM, .option_given = 1,
+                                 .stepid = SLURM_BATCH_SCRIPT, .local_tasks = 1,
+                                 .argv = ARGV("/var/spool/slurmd/job42/slurm_script") });
+    expect_plain("--pspawn, extern step",
+                 &(struct step){ .plugstack = "default=on shim=" SHIM,
+                                 .stepid = SLURM_EXTERN_CONT, .local_tasks = 1,
+                                 .argv = ARGV("sleep", "100000000") });
+    expect_plain("--pspawn, --bcast to a directory",
+                 &(struct step){ .plugstack = "shim=" SHIM, .option_given = 1, .stepid = 1,
+                                 .local_tasks = 4, .argv = ARGV("/tmp/bcast/") });
+    host.n_errors = 0;
+    expect_plain("--pspawn, shim missing",
+                 &(struct step){ .plugstack = "shim=/nonexistent/pspawn-shim",
+                                 .option_given = 1, .stepid = 1, .local_tasks = 4,
+                                 .argv = ARGV("app") });
+    ok(host.n_errors == 1 && strstr(host.last_error, "/nonexistent/pspawn-shim"),
+       "missing shim logged as an error naming it");
+    expect_plain("--pspawn, a variable cannot be set",
+                 &(struct step){ .plugstack = "shim=" SHIM, .option_given = 1, .stepid = 1,
+                                 .local_tasks = 4, .argv = ARGV("app"),
+                                 .fail_setenv = "PSPAWN_SHIM_SIGNALS" });
+
+    expect_shim("signals=no debug=1",
+                &(struct step){ .plugstack = "signals=no debug=1 shim=" SHIM,
+                                .option_given = 1, .optarg = "on", .stepid = 3,
+                                .local_tasks = 2, .argv = ARGV("app") },
+                &t2);
+    ok(strcmp(t2.signals, "no") == 0 && strcmp(t2.debug, "1") == 0,
+       "PSPAWN_SHIM_SIGNALS=no, PSPAWN_SHIM_DEBUG=1 (%s, %s)", t2.signals, t2.debug);
+
+    slurm_conf.proctrack_type = NULL;
+    expect_shim("ProctrackType unknown",
+                &(struct step){ .plugstack = "shim=" SHIM, .option_given = 1, .stepid = 3,
+                                .local_tasks = 2, .argv = ARGV("app") },
+                &t2);
+    ok(strcmp(t2.proctrack, "-") == 0, "no PSPAWN_SHIM_PROCTRACK when it is unknown");
+
+    printf("1..%d\n", n_tests);
+    return n_failed ? 1 : 0;
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Builds the programs the end-to-end tests launch, as alice, in the shared
+# /home: the tests' task and probe, a static task, an MPI program.
+. "$(dirname "$0")/lib.sh"
+ax "mkdir -p $E2E && cd $E2E &&
+    gcc -O2 -o task /usr/src/libpspawn/tests/task.c &&
+    gcc -O2 -static -o task-static /usr/src/libpspawn/tests/task.c &&
+    gcc -O2 -o probe /usr/src/libpspawn/tests/probe.c &&
+    cat > mpi.c <<'MPI'
+#include <mpi.h>
+#include <stdio.h>
+int main(int argc, char **argv)
+{
+    int rank, size, sum = 0, len;
+    char host[MPI_MAX_PROCESSOR_NAME];
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Get_processor_name(host, &len);
+    MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    printf(\"hello %d of %d on %s sum %d\\n\", rank, size, host, sum);
+    MPI_Finalize();
+    return sum == size * (size - 1) / 2 ? 0 : 1;
+}
+MPI
+    mpicc -O2 -o mpi mpi.c"

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Signals and cancellation: each task gets a signal once; nothing is left.
+. "$(dirname "$0")/lib.sh"
+
+count_left() {
+    local n=0 c
+    for node in c1 c2 c3; do
+        c=$(on $node "pgrep -u alice -f '$E2E/(task|probe)' | wc -l")
+        n=$((n + c))
+    done
+    echo $n
+}
+
+for mode in plain pspawn; do
+    opt=; [ $mode = pspawn ] && opt=--pspawn
+    ax "rm -f sigs.$mode; sbatch -N3 -n6 -o /dev/null --wrap='srun $opt ./task signals $E2E/sigs.$mode' | awk '{print \$4}'" >"$tmp/job.$mode"
+    job=$(cat "$tmp/job.$mode")
+    for _ in $(seq 100); do
+        [ "$(ax "grep -c ready sigs.$mode 2>/dev/null")" = 6 ] && break
+        sleep 0.2
+    done
+    ax "scancel -s USR1 --full $job" >/dev/null 2>&1 || ax "scancel -s USR1 $job"
+    sleep 2
+    ax "cat sigs.$mode" >"$tmp/sigs.$mode"
+done
+p=$(grep -c USR1 "$tmp/sigs.plain"); q=$(grep -c USR1 "$tmp/sigs.pspawn")
+[ "$q" = "$p" ] && [ "$q" = 6 ]
+ok $? "scancel -s USR1: once per task (plain $p, pspawn $q)" || diag_file "$tmp/sigs.pspawn"
+
+for mode in plain pspawn; do
+    opt=; [ $mode = pspawn ] && opt=--pspawn
+    ax "sbatch -N3 -n6 -o /dev/null --wrap='srun $opt ./task wait' | awk '{print \$4}'" >"$tmp/job2"
+    job=$(cat "$tmp/job2")
+    sleep 3
+    ax "scancel $job"
+    sleep 3
+    left=$(count_left)
+    [ "$left" = 0 ]
+    ok $? "$mode: scancel leaves no task process on any node ($left)"
+done
+
+for mode in plain pspawn; do
+    opt=; [ $mode = pspawn ] && opt=--pspawn
+    docker exec -u alice -w $E2E "$CTL" bash -c "srun $opt -N3 -n6 ./task wait & echo \$! > srun.pid; wait" >/dev/null 2>&1 &
+    sleep 3
+    ax "kill -INT \$(cat srun.pid); sleep 0.3; kill -INT \$(cat srun.pid)"
+    wait
+    sleep 2
+    left=$(count_left)
+    [ "$left" = 0 ]
+    ok $? "$mode: srun interrupted twice with SIGINT leaves no task process ($left)"
+done
+
+tap_done

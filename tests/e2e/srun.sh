@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# srun --pspawn against plain srun on the same command, on 3 nodes.
+. "$(dirname "$0")/lib.sh"
+
+# The fast path is really taken: the tasks are forks of a zygote.
+both used "-N3 -n6 ./probe"
+n_used=$(grep -c '^x.proxy_mapped=1' "$tmp/used.pspawn")
+n_plain=$(grep -c '^x.proxy_mapped=0' "$tmp/used.plain")
+[ "$n_used" = 6 ] && [ "$n_plain" = 6 ]
+ok $? "--pspawn: all 6 tasks are forks of a zygote ($n_used), plain: none ($n_plain mapped=0)" ||
+    diag_file "$tmp/used.pspawn" 5
+# Everything but the parent, pids and the proxy mapping is as after exec.
+flt="grep -vE '^(x\\.|parent\\.|pgrp\\.pgid|probe=|misc\\.dumpable)' | sort"
+same used "a task's view (argv, env, fds, cwd, umask, rlimits, signals, cpus...) equals plain srun's" "$flt"
+
+both label "-N3 -n6 -l ./task print x"
+same label "-l output labels" sort
+[ $rc_plain = 0 ] && [ $rc_pspawn = 0 ]
+ok $? "both exit 0 ($rc_plain, $rc_pspawn)"
+
+both ids "-N3 -n6 -l bash -c 'echo \$SLURM_PROCID \$SLURM_LOCALID \$SLURM_NODEID \$SLURM_STEP_NUM_TASKS'"
+same ids "SLURM_PROCID, SLURM_LOCALID, SLURM_NODEID per task"
+
+both chdir "-N2 -n2 --chdir=/tmp pwd"
+same chdir "--chdir"
+
+both exit3 "-N2 -n4 bash -c '[ \$SLURM_PROCID = 2 ] && exit 3; exit 0'"
+[ $rc_plain = 3 ] && [ $rc_pspawn = 3 ]
+ok $? "one task exits 3: srun exits 3 both ways ($rc_plain, $rc_pspawn)"
+same exit3 "and prints the same message" "grep -o 'task [0-9]*: Exited with exit code [0-9]*' | sort"
+
+both segv "-N1 -n2 ./task raise 11"
+[ $rc_plain = $rc_pspawn ] && [ $rc_plain != 0 ]
+ok $? "a task killed by SIGSEGV: same srun exit code ($rc_plain, $rc_pspawn)"
+same segv "and the same message" "grep -oE 'task [0-9]+: (Segmentation fault|Killed|.*signal.*)' | sort"
+
+printf 'line one\nline two\n' | ax "srun -N2 -n3 -l cat" >"$tmp/stdin.plain" 2>&1
+printf 'line one\nline two\n' | ax "srun --pspawn -N2 -n3 -l cat" >"$tmp/stdin.pspawn" 2>&1
+same stdin "stdin reaches task 0 as with plain srun"
+
+both bind "-N2 -n4 --ntasks-per-node=2 --cpu-bind=cores grep Cpus_allowed_list /proc/self/status"
+same bind "--cpu-bind=cores: the same masks"
+
+both mpi "--mpi=pmix -N3 -n6 ./mpi"
+[ $rc_plain = 0 ] && [ $rc_pspawn = 0 ] && [ "$(grep -c 'sum 15' "$tmp/mpi.pspawn")" = 6 ]
+ok $? "MPI hello + allreduce over 3 nodes with --mpi=pmix ($rc_plain, $rc_pspawn)" ||
+    diag_file "$tmp/mpi.pspawn" 10
+same mpi "MPI output equal" "sort"
+
+tap_done
