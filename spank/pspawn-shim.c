@@ -244,6 +244,35 @@ static int zygote_connection(const char *path, char **argv, const char *key, con
     return -1;
 }
 
+/* The path slurmstepd makes of argv[0] before it execs a task (it does
+ * this after spank's task_init, so for the shim's own path, not the
+ * task's): a name starting with '.' is made absolute from the cwd, any
+ * other relative name is looked up in PATH (the first entry that exists
+ * and is not a directory), a name not found is left as it is.  The task
+ * sees the result as its argv[0], so ours must be the same. */
+static char *slurm_build_path(char *name)
+{
+    if (name[0] == '/')
+        return name;
+    char buf[PATH_MAX * 2], cwd[PATH_MAX];
+    if (name[0] == '.') {
+        if (!getcwd(cwd, sizeof cwd))
+            return name;
+        snprintf(buf, sizeof buf, "%s/%s", cwd, name);
+        return strdup(buf);
+    }
+    const char *path = getenv("PATH");
+    for (const char *p = path; p && *p;) {
+        const char *colon = strchrnul(p, ':');
+        snprintf(buf, sizeof buf, "%.*s/%s", (int)(colon - p), p, name);
+        struct stat st;
+        if (stat(buf, &st) == 0 && !S_ISDIR(st.st_mode))
+            return strdup(buf);
+        p = *colon ? colon + 1 : colon;
+    }
+    return name;
+}
+
 static void on_signal(int sig)
 {
     int e = errno;
@@ -342,8 +371,8 @@ int main(int argc, char **argv)
         unsetenv(ours[i]);
 
     char path[PATH_MAX];
-    if (pspawn_resolve(targv[0], NULL, path, sizeof path))
-        snprintf(path, sizeof path, "%s", targv[0]);    /* execve reports it */
+    targv[0] = slurm_build_path(targv[0]);
+    snprintf(path, sizeof path, "%s", targv[0]);
     if (!key || !token || strlen(token) >= PSPAWN_TOKEN_LEN)
         exec_plain(path, targv, "no step key or token");
     struct program prog;

@@ -1,9 +1,9 @@
 # lib.sh - helpers of the end-to-end tests (sourced, bash): TAP output and
 # commands run in the mini-cluster's controller as alice.
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# taplib.sh wants the build's variables; the e2e tests use none of them.
+PSPAWN_BIN=${PSPAWN_BIN:-unused} TESTS_BUILDDIR=${TESTS_BUILDDIR:-unused}
 . "$repo/tests/taplib.sh"
-tmp=$(mktemp -d /tmp/pspawn-e2e.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
 CTL=${PSPAWN_CTL:-pspawn-slurmctld}
 E2E=/home/alice/e2e
 

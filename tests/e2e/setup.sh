@@ -2,11 +2,8 @@
 # Builds the programs the end-to-end tests launch, as alice, in the shared
 # /home: the tests' task and probe, a static task, an MPI program.
 . "$(dirname "$0")/lib.sh"
-ax "mkdir -p $E2E && cd $E2E &&
-    gcc -O2 -o task /usr/src/libpspawn/tests/task.c &&
-    gcc -O2 -static -o task-static /usr/src/libpspawn/tests/task.c &&
-    gcc -O2 -o probe /usr/src/libpspawn/tests/probe.c &&
-    cat > mpi.c <<'MPI'
+docker exec -u alice "$CTL" mkdir -p "$E2E" || exit 1
+docker exec -i -u alice "$CTL" tee "$E2E/mpi.c" >/dev/null <<'MPI'
 #include <mpi.h>
 #include <stdio.h>
 int main(int argc, char **argv)
@@ -18,9 +15,12 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Get_processor_name(host, &len);
     MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    printf(\"hello %d of %d on %s sum %d\\n\", rank, size, host, sum);
+    printf("hello %d of %d on %s sum %d\n", rank, size, host, sum);
     MPI_Finalize();
     return sum == size * (size - 1) / 2 ? 0 : 1;
 }
 MPI
+ax "gcc -D_GNU_SOURCE -O2 -o task /usr/src/libpspawn/tests/task.c &&
+    gcc -D_GNU_SOURCE -O2 -static -o task-static /usr/src/libpspawn/tests/task.c &&
+    gcc -D_GNU_SOURCE -O2 -o probe /usr/src/libpspawn/tests/probe.c &&
     mpicc -O2 -o mpi mpi.c"
