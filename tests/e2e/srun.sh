@@ -9,8 +9,14 @@ n_plain=$(grep -c '^x.proxy_mapped=0' "$tmp/used.plain")
 [ "$n_used" = 6 ] && [ "$n_plain" = 6 ]
 ok $? "--pspawn: all 6 tasks are forks of a zygote ($n_used), plain: none ($n_plain mapped=0)" ||
     diag_file "$tmp/used.pspawn" 5
-# Everything but the parent, pids and the proxy mapping is as after exec.
-flt="grep -vE '^(x\\.|parent\\.|pgrp\\.pgid|probe=|misc\\.dumpable)' | sort"
+# Everything but the parent, pids and the proxy mapping is as after exec;
+# and but what differs between two plain steps (job ids, ports...): found
+# by running the plain step a second time.
+ax "srun -N3 -n6 ./probe" >"$tmp/used.plain2" 2>&1
+diff <(sort "$tmp/used.plain") <(sort "$tmp/used.plain2") | grep '^[<>]' | cut -c3- | cut -d= -f1 |
+    sort -u >"$tmp/per-run-keys"
+diag "per-run keys: $(tr '\n' ' ' <"$tmp/per-run-keys")"
+flt="grep -vE '^(x\\.|parent\\.|pgrp\\.pgid|probe=)' | awk -F= 'NR==FNR {k[\$1]; next} !(\$1 in k)' '$tmp/per-run-keys' - | sort"
 same used "a task's view (argv, env, fds, cwd, umask, rlimits, signals, cpus...) equals plain srun's" "$flt"
 
 both label "-N3 -n6 -l ./task print x"
