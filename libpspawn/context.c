@@ -256,8 +256,6 @@ static int start_zygote(struct pspawn_zygote *z, int core)
                             "(not a glibc program): no place to park it");
         return 0;
     }
-    if (getcwd(z->zygote_cwd, sizeof z->zygote_cwd) == NULL)
-        z->zygote_cwd[0] = 0;
     pspawn_debug(z, "zygote %d parked", (int)pid);
     return 0;
 }

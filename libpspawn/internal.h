@@ -68,7 +68,6 @@ struct pspawn_zygote {
     int report_r;
     int timeout_ms;
     uint32_t next_req;
-    char zygote_cwd[PATH_MAX];
 };
 
 /* The launcher's state at the time of a call, merged with an attribute
