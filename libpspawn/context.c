@@ -84,7 +84,7 @@ void pspawn_zygote_lost(struct pspawn_zygote *z, int kill_it)
     z->fallback = 1;
 }
 
-static const char *proxy_path(void)
+const char *pspawn_proxy_path(void)
 {
     const char *p = getenv("PSPAWN_PROXY");
     return p && *p ? p : PSPAWN_PROXY_PATH;
@@ -93,12 +93,14 @@ static const char *proxy_path(void)
 /* The zygote's environment: the caller's, with the proxy appended to its
  * LD_PRELOAD, lazy binding done at load, and the user's values of both
  * kept so the proxy can put them back before main. */
-static char **zygote_environ(int sock_fd, int report_fd)
+char **pspawn_zygote_environ(const char *const extra[])
 {
-    size_t n = 0;
+    size_t n = 0, nextra = 0;
     while (environ && environ[n])
         n++;
-    char **env = calloc(n + 8, sizeof *env);
+    while (extra && extra[nextra])
+        nextra++;
+    char **env = calloc(n + nextra + 8, sizeof *env);
     if (!env)
         return NULL;
     const char *user_preload = NULL, *user_bindnow = NULL;
@@ -112,7 +114,7 @@ static char **zygote_environ(int sock_fd, int report_fd)
                  strncmp(environ[i], PSPAWN_ENV_FLOOR "=", sizeof PSPAWN_ENV_FLOOR) != 0)
             env[k++] = strdup(environ[i]);
     }
-    const char *proxy = proxy_path();
+    const char *proxy = pspawn_proxy_path();
     if (user_preload && *user_preload)
         asprintf(&env[k++], "LD_PRELOAD=%s %s", user_preload, proxy);
     else
@@ -122,8 +124,8 @@ static char **zygote_environ(int sock_fd, int report_fd)
         asprintf(&env[k++], PSPAWN_ENV_PRELOAD "=%s", user_preload);
     if (user_bindnow)
         asprintf(&env[k++], PSPAWN_ENV_BINDNOW "=%s", user_bindnow);
-    asprintf(&env[k++], PSPAWN_ENV_SOCK "=%d", sock_fd);
-    asprintf(&env[k++], PSPAWN_ENV_REPORT "=%d", report_fd);
+    for (size_t i = 0; i < nextra; i++)
+        env[k++] = strdup(extra[i]);
     env[k] = NULL;
     for (size_t i = 0; i < k; i++)
         if (!env[i]) {
@@ -135,7 +137,7 @@ static char **zygote_environ(int sock_fd, int report_fd)
     return env;
 }
 
-static void free_environ(char **env)
+void pspawn_free_environ(char **env)
 {
     for (size_t i = 0; env && env[i]; i++)
         free(env[i]);
@@ -152,7 +154,7 @@ static int start_timeout_ms(const struct pspawn_zygote *z)
 
 static int start_zygote(struct pspawn_zygote *z, int core)
 {
-    const char *proxy = proxy_path();
+    const char *proxy = pspawn_proxy_path();
     if (access(proxy, R_OK) < 0) {
         pspawn_fallback(z, 1, "proxy library %s not found (%s)", proxy, strerror(errno));
         return 0;
@@ -174,7 +176,11 @@ static int start_zygote(struct pspawn_zygote *z, int core)
         close(sv[1]);
         return e;
     }
-    char **env = zygote_environ(zsock_fd, zreport_fd);
+    char sock_var[64], report_var[64];
+    snprintf(sock_var, sizeof sock_var, PSPAWN_ENV_SOCK "=%d", zsock_fd);
+    snprintf(report_var, sizeof report_var, PSPAWN_ENV_REPORT "=%d", zreport_fd);
+    const char *const extra[] = { sock_var, report_var, NULL };
+    char **env = pspawn_zygote_environ(extra);
     if (!env) {
         close(sv[0]); close(sv[1]); close(rep[0]); close(rep[1]);
         return ENOMEM;
@@ -205,7 +211,7 @@ static int start_zygote(struct pspawn_zygote *z, int core)
     char *argv[] = { z->prog.path, NULL };
     pid_t pid;
     int err = pspawn_exec_setup(&pid, z->prog.path, &s, 0, argv, env);
-    free_environ(env);
+    pspawn_free_environ(env);
     close(sv[1]);
     close(rep[1]);
     if (err) {

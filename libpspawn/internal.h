@@ -126,6 +126,13 @@ int pspawn_send_standin(int sock, const struct call *c, pspawn_task_t *task,
                         const char *token);
 
 /* context.c */
+/* The proxy library to preload ($PSPAWN_PROXY, else the installed one). */
+const char *pspawn_proxy_path(void);
+/* A zygote's environment: the caller's, with the proxy appended to its
+ * LD_PRELOAD, LD_BIND_NOW=1, the user's values of both kept for the proxy
+ * to restore, and EXTRA (NULL-terminated "K=V" strings). */
+char **pspawn_zygote_environ(const char *const extra[]);
+void pspawn_free_environ(char **env);
 void pspawn_fallback(struct pspawn_zygote *z, int for_good, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void pspawn_zygote_lost(struct pspawn_zygote *z, int kill_it);

@@ -46,10 +46,6 @@
 #include "internal.h"
 #include "protocol.h"
 
-#ifndef PSPAWN_PROXY_PATH
-#define PSPAWN_PROXY_PATH "libpspawn-proxy.so"
-#endif
-
 extern char **environ;
 
 static int debug;
@@ -136,35 +132,17 @@ static pid_t start_zygote(const char *path, char **argv, const char *name, const
     int rs[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, rs) < 0)
         return -1;
-    const char *proxy = getenv("PSPAWN_PROXY");
-    if (!proxy || !*proxy)
-        proxy = PSPAWN_PROXY_PATH;
-    size_t n = 0;
-    while (environ[n])
-        n++;
-    char **env = calloc(n + 10, sizeof *env);
-    char *extra[8] = { NULL };
-    const char *up = getenv("LD_PRELOAD"), *ub = getenv("LD_BIND_NOW");
-    int k = 0, e = 0;
-    for (size_t i = 0; i < n; i++)
-        if (strncmp(environ[i], "LD_PRELOAD=", 11) && strncmp(environ[i], "LD_BIND_NOW=", 12))
-            env[k++] = environ[i];
-    if (up && *up)
-        asprintf(&extra[e++], "LD_PRELOAD=%s %s", up, proxy);
-    else
-        asprintf(&extra[e++], "LD_PRELOAD=%s", proxy);
-    asprintf(&extra[e++], "LD_BIND_NOW=1");
-    if (up)
-        asprintf(&extra[e++], PSPAWN_ENV_PRELOAD "=%s", up);
-    if (ub)
-        asprintf(&extra[e++], PSPAWN_ENV_BINDNOW "=%s", ub);
-    asprintf(&extra[e++], PSPAWN_ENV_LISTEN "=%s", name);
-    asprintf(&extra[e++], PSPAWN_ENV_TOKEN "=%s", token);
-    asprintf(&extra[e++], PSPAWN_ENV_TASKS "=%s", local_tasks ? local_tasks : "0");
-    asprintf(&extra[e++], PSPAWN_ENV_SOCK "=3");
-    for (int i = 0; i < e; i++)
-        env[k++] = extra[i];
-    env[k] = NULL;
+    char listen_var[256], token_var[128], tasks_var[64];
+    snprintf(listen_var, sizeof listen_var, PSPAWN_ENV_LISTEN "=%s", name);
+    snprintf(token_var, sizeof token_var, PSPAWN_ENV_TOKEN "=%s", token);
+    snprintf(tasks_var, sizeof tasks_var, PSPAWN_ENV_TASKS "=%s", local_tasks ? local_tasks : "0");
+    const char *const extra[] = { listen_var, token_var, tasks_var, PSPAWN_ENV_SOCK "=3", NULL };
+    char **env = pspawn_zygote_environ(extra);
+    if (!env) {
+        close(rs[0]);
+        close(rs[1]);
+        return -1;
+    }
     char *zargv[] = { (char *)path, NULL };
     (void)argv;
     pid_t pid = fork();
@@ -182,9 +160,7 @@ static pid_t start_zygote(const char *path, char **argv, const char *name, const
         execve(path, zargv, env);
         _exit(127);
     }
-    for (int i = 0; i < e; i++)
-        free(extra[i]);
-    free(env);
+    pspawn_free_environ(env);
     close(rs[1]);
     if (pid < 0) {
         close(rs[0]);
