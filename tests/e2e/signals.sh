@@ -19,7 +19,7 @@ for mode in plain pspawn; do
         [ "$(ax "grep -c ready sigs.$mode 2>/dev/null")" = 6 ] && break
         sleep 0.2
     done
-    ax "scancel -s USR1 --full $job" >/dev/null 2>&1 || ax "scancel -s USR1 $job"
+    ax "scancel -s USR1 $job"   # the steps only: --full would kill the batch shell too
     sleep 2
     ax "cat sigs.$mode" >"$tmp/sigs.$mode"
 done
