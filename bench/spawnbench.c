@@ -1,7 +1,8 @@
 /*
  * spawnbench - time N launches of one program, scheme by scheme.
  *
- *   spawnbench [-n N] [-s scheme[,scheme...]] [-r repeats] [-q] -- PROG [ARGS]
+ *   spawnbench [-n N] [-s scheme[,scheme...]] [-r repeats] [-e ENV]
+ *              [-x NAME=VALUE]... [-R] [-q] -- PROG [ARGS]
  *
  * Every scheme launches all N tasks, then waits for all of them; the time
  * is from the first launch call to the last task reaped.  Schemes run
@@ -10,19 +11,39 @@
  *
  *   scheme,n,total_s,per_task_ms
  *
- * Schemes:
+ * or with -R one line per scheme and repeat, for the caller's statistics:
+ *
+ *   scheme,n,repeat,total_s,per_task_ms
+ *
+ * Schemes (the paper's names where it has one):
  *   pspawn       pspawn_context_create + pspawn_n + waitpid each + destroy
  *                (the zygote's one exec included); also prints
  *                pspawn-warm: the same without the context creation
- *   posix_spawn  posix_spawn N times
- *   forkexec     fork + execve N times
- *   vfork        vfork + execve N times
+ *   posix_spawn  posix_spawn N times, then wait for all
+ *   sfork        fork + execve, then wait for that task, N times
+ *                (synchronous)
+ *   afork        fork + execve N times, then wait for all (asynchronous);
+ *   forkexec     the same, under its older name (bench/run)
+ *   vfork        vfork + execve N times, then wait for all
+ *   pfork        the program launched once with SPAWNBENCH_PFORK=N in its
+ *                environment: its main forks N-1 copies of itself that run
+ *                as launched tasks would, and waits for them (programs
+ *                made by genlibs.py do; the one exec is included)
  *   floor        the program run once with the proxy preloaded,
  *                LD_BIND_NOW=1 and PSPAWN_FLOOR=N: the proxy forks N
  *                children from the parked program with no protocol at all
  *                and reports the time it took (floor-warm, to compare with
  *                pspawn-warm); floor is the whole run, its one exec
  *                included, to compare with pspawn
+ *
+ * Environment of the tasks (-e): inherit (spawnbench's own, the default),
+ * empty (no variable at all), or paper[:DIR] (the paper's realistic one:
+ * 100 variables like a login shell's and a site's modules set, plus
+ * LD_LIBRARY_PATH with 10 entries, existing empty directories DIR/lib0..9,
+ * default /tmp/spawnbench-ldpath, searched by the loader before the
+ * program's RUNPATH).  -x adds or replaces one variable.  Every scheme's
+ * tasks get exactly that environment; so does pspawn's zygote, plus
+ * PSPAWN_PROXY when spawnbench had one.
  *
  * A task that fails to launch or exits with anything but 0 fails its
  * scheme: a benchmark of launches that do not run the program is no
@@ -35,6 +56,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,7 +69,10 @@
 
 extern char **environ;
 
-enum scheme { S_PSPAWN, S_POSIX_SPAWN, S_FORKEXEC, S_VFORK, S_FLOOR, S_COUNT };
+enum scheme {
+    S_PSPAWN, S_POSIX_SPAWN, S_FORKEXEC, S_VFORK, S_FLOOR, S_SFORK, S_AFORK,
+    S_PFORK, S_COUNT
+};
 
 static const char *const scheme_names[S_COUNT] = {
     [S_PSPAWN] = "pspawn",
@@ -55,12 +80,15 @@ static const char *const scheme_names[S_COUNT] = {
     [S_FORKEXEC] = "forkexec",
     [S_VFORK] = "vfork",
     [S_FLOOR] = "floor",
+    [S_SFORK] = "sfork",
+    [S_AFORK] = "afork",
+    [S_PFORK] = "pfork",
 };
 
 /* What is reported: some schemes give two numbers. */
 enum result {
     R_PSPAWN, R_PSPAWN_WARM, R_POSIX_SPAWN, R_FORKEXEC, R_VFORK,
-    R_FLOOR, R_FLOOR_WARM, R_COUNT
+    R_FLOOR, R_FLOOR_WARM, R_SFORK, R_AFORK, R_PFORK, R_COUNT
 };
 
 static const char *const result_names[R_COUNT] = {
@@ -71,7 +99,16 @@ static const char *const result_names[R_COUNT] = {
     [R_VFORK] = "vfork",
     [R_FLOOR] = "floor",
     [R_FLOOR_WARM] = "floor-warm",
+    [R_SFORK] = "sfork",
+    [R_AFORK] = "afork",
+    [R_PFORK] = "pfork",
 };
+
+/* The proxy's path, read before environ is replaced by the tasks'. */
+static char proxy_buf[PATH_MAX];
+
+/* The zygote's environment: the tasks' plus PSPAWN_PROXY, if we had one. */
+static char **zygote_env;
 
 struct bench {
     const char *path;   /* the program, resolved */
@@ -156,8 +193,11 @@ static int finish(const struct bench *b, const char *scheme, int launch_err,
 static int run_pspawn(const struct bench *b, double *total, double *warm)
 {
     pspawn_context_t ctx;
+    char **task_env = environ;
     double t0 = now();
+    environ = zygote_env;
     int err = pspawn_context_create(&ctx, b->path, -1);
+    environ = task_env;
     if (err) {
         fprintf(stderr, "spawnbench: pspawn_context_create(%s): %s\n",
                 b->path, strerror(err));
@@ -203,7 +243,8 @@ static int run_posix_spawn(const struct bench *b, double *total)
     return rc;
 }
 
-static int run_forkexec(const struct bench *b, double *total)
+/* afork (forkexec): fork + execve N times, then wait for all. */
+static int run_forkexec(const struct bench *b, const char *name, double *total)
 {
     int first_err = 0, launched = 0;
     double t0 = now();
@@ -221,7 +262,45 @@ static int run_forkexec(const struct bench *b, double *total)
             launched++;
         }
     }
-    int rc = finish(b, "forkexec", first_err, launched);
+    int rc = finish(b, name, first_err, launched);
+    *total = now() - t0;
+    return rc;
+}
+
+/* sfork: fork + execve, then wait for that task before the next. */
+static int run_sfork(const struct bench *b, double *total)
+{
+    int first_err = 0, launched = 0, bad = 0;
+    double t0 = now();
+    for (int i = 0; i < b->n; i++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            execve(b->path, b->argv, environ);
+            _exit(127);
+        }
+        b->pids[i] = -1;    /* reaped here: nothing left for finish() */
+        if (pid < 0) {
+            if (!first_err)
+                first_err = errno;
+            continue;
+        }
+        launched++;
+        int status;
+        if (wait_pid(pid, &status) < 0 || !WIFEXITED(status) ||
+            WEXITSTATUS(status) != 0) {
+            if (bad++ == 0) {
+                char what[64];
+                describe_status(what, sizeof what, status);
+                fprintf(stderr, "spawnbench: sfork: task %d ended with %s\n",
+                        i, what);
+            }
+        }
+    }
+    int rc = finish(b, "sfork", first_err, launched);
+    if (bad) {
+        fprintf(stderr, "spawnbench: sfork: %d of %d tasks failed\n", bad, b->n);
+        rc = -1;
+    }
     *total = now() - t0;
     return rc;
 }
@@ -259,8 +338,60 @@ static int run_vfork(const struct bench *b, double *total)
 
 static const char *proxy_path(void)
 {
-    const char *p = getenv("PSPAWN_PROXY");
-    return p && *p ? p : PSPAWN_PROXY_PATH;
+    return proxy_buf;
+}
+
+/* ENV with NAME=VALUE (a full "NAME=VALUE" string) added, or replacing
+ * the variable of that name; ENV must have room for one more entry. */
+static void env_put(char **env, char *var)
+{
+    size_t len = strcspn(var, "=") + 1, i = 0;
+    for (; env[i]; i++) {
+        if (strncmp(env[i], var, len) == 0) {
+            env[i] = var;
+            return;
+        }
+    }
+    env[i] = var;
+    env[i + 1] = NULL;
+}
+
+/* pfork: the program once, with SPAWNBENCH_PFORK=N; it forks the other
+ * N-1 tasks itself and exits 0 only if all of them did. */
+static int run_pfork(const struct bench *b, double *total)
+{
+    size_t count = 0;
+    while (environ[count])
+        count++;
+    char **envp = calloc(count + 2, sizeof *envp);
+    char var[48];
+    if (!envp) {
+        fprintf(stderr, "spawnbench: pfork: %s\n", strerror(ENOMEM));
+        return -1;
+    }
+    memcpy(envp, environ, count * sizeof *envp);
+    snprintf(var, sizeof var, "SPAWNBENCH_PFORK=%d", b->n);
+    env_put(envp, var);
+
+    double t0 = now();
+    pid_t pid;
+    int status = 0, err = posix_spawn(&pid, b->path, NULL, NULL, b->argv, envp);
+    if (!err && wait_pid(pid, &status) < 0)
+        err = errno;
+    *total = now() - t0;
+    free(envp);
+    if (err) {
+        fprintf(stderr, "spawnbench: pfork: %s: %s\n", b->path, strerror(err));
+        return -1;
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        char what[64];
+        describe_status(what, sizeof what, status);
+        fprintf(stderr, "spawnbench: pfork: %s ended with %s (does it "
+                "support SPAWNBENCH_PFORK?)\n", b->path, what);
+        return -1;
+    }
+    return 0;
 }
 
 
@@ -269,7 +400,7 @@ static const char *proxy_path(void)
  * that the floor's children start from the same pre-bound state as tasks. */
 struct floor_env {
     char **envp;
-    char preload[PATH_MAX + sizeof "LD_PRELOAD="];
+    char preload[65536];
     char count[32];
 };
 
@@ -282,13 +413,17 @@ static int floor_env_init(struct floor_env *fe, const char *proxy, int n)
     if (!fe->envp)
         return ENOMEM;
     size_t k = 0;
+    const char *user_preload = "";
     for (size_t i = 0; i < count; i++) {
-        if (strncmp(environ[i], "LD_PRELOAD=", 11) != 0 &&
-            strncmp(environ[i], "LD_BIND_NOW=", 12) != 0 &&
-            strncmp(environ[i], "PSPAWN_FLOOR=", 13) != 0)
+        if (strncmp(environ[i], "LD_PRELOAD=", 11) == 0)
+            user_preload = environ[i] + 11;
+        else if (strncmp(environ[i], "LD_BIND_NOW=", 12) != 0 &&
+                 strncmp(environ[i], "PSPAWN_FLOOR=", 13) != 0)
             fe->envp[k++] = environ[i];
     }
-    int len = snprintf(fe->preload, sizeof fe->preload, "LD_PRELOAD=%s", proxy);
+    /* As libpspawn does for its zygote: the user's preloads first. */
+    int len = snprintf(fe->preload, sizeof fe->preload, "LD_PRELOAD=%s%s%s",
+                       user_preload, *user_preload ? " " : "", proxy);
     if (len < 0 || (size_t)len >= sizeof fe->preload) {
         free(fe->envp);
         return ENAMETOOLONG;
@@ -423,7 +558,13 @@ static int run_scheme(const struct bench *b, enum scheme s, double out[R_COUNT])
     case S_POSIX_SPAWN:
         return run_posix_spawn(b, &out[R_POSIX_SPAWN]);
     case S_FORKEXEC:
-        return run_forkexec(b, &out[R_FORKEXEC]);
+        return run_forkexec(b, "forkexec", &out[R_FORKEXEC]);
+    case S_AFORK:
+        return run_forkexec(b, "afork", &out[R_AFORK]);
+    case S_SFORK:
+        return run_sfork(b, &out[R_SFORK]);
+    case S_PFORK:
+        return run_pfork(b, &out[R_PFORK]);
     case S_VFORK:
         return run_vfork(b, &out[R_VFORK]);
     case S_FLOOR:
@@ -439,6 +580,7 @@ static enum result results_of(enum scheme s, int second)
     static const enum result first[S_COUNT] = {
         [S_PSPAWN] = R_PSPAWN, [S_POSIX_SPAWN] = R_POSIX_SPAWN,
         [S_FORKEXEC] = R_FORKEXEC, [S_VFORK] = R_VFORK, [S_FLOOR] = R_FLOOR,
+        [S_SFORK] = R_SFORK, [S_AFORK] = R_AFORK, [S_PFORK] = R_PFORK,
     };
     if (!second)
         return first[s];
@@ -460,13 +602,23 @@ static double median(double *v, int n)
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: spawnbench [-n N] [-s scheme[,scheme...]] [-r repeats] [-q] "
-            "-- PROG [ARGS]\n"
+            "usage: spawnbench [-n N] [-s scheme[,scheme...]] [-r repeats] "
+            "[-e ENV] [-x NAME=VALUE]... [-R] [-q] -- PROG [ARGS]\n"
             "  -n N        tasks per scheme and repeat (default 1000)\n"
-            "  -s LIST     schemes: pspawn, posix_spawn, forkexec, vfork, floor, "
-            "all (default all)\n"
+            "  -s LIST     schemes: pspawn, posix_spawn, sfork, afork "
+            "(forkexec), vfork,\n"
+            "              pfork, floor, all (default all)\n"
             "  -r R        repeats, interleaved; the median is reported "
             "(default 3)\n"
+            "  -e ENV      the tasks' environment: inherit (default), empty, "
+            "paper[:DIR]\n"
+            "              (100 variables + LD_LIBRARY_PATH of 10 directories "
+            "DIR/lib0..9,\n"
+            "              default /tmp/spawnbench-ldpath)\n"
+            "  -x N=V      add or replace one variable of the tasks' "
+            "environment\n"
+            "  -R          one CSV line per repeat: "
+            "scheme,n,repeat,total_s,per_task_ms\n"
             "  -q          no progress on stderr\n"
             "Prints CSV on stdout: scheme,n,total_s,per_task_ms\n"
             "The floor scheme preloads $PSPAWN_PROXY, else %s\n",
@@ -491,7 +643,9 @@ static int parse_schemes(char *list, enum scheme *sel, int *nsel)
     for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
         int found = 0;
         for (int s = 0; s < S_COUNT; s++) {
-            if (strcmp(tok, "all") == 0 || strcmp(tok, scheme_names[s]) == 0) {
+            /* "all": every scheme once, forkexec being afork's alias. */
+            if ((strcmp(tok, "all") == 0 && s != S_FORKEXEC) ||
+                strcmp(tok, scheme_names[s]) == 0) {
                 chosen[s] = 1;
                 found = 1;
             }
@@ -508,15 +662,119 @@ static int parse_schemes(char *list, enum scheme *sel, int *nsel)
     return *nsel ? 0 : -1;
 }
 
+/* The paper's "realistic" environment (section 2.4: "10 entries in
+ * LD_LIBRARY_PATH and ... the standard entries in the environment"):
+ * what a login shell on a cluster with a modules system typically has,
+ * 100 variables, plus LD_LIBRARY_PATH.  The directories exist (and are
+ * empty), so the loader really looks into each of them for every library
+ * that the program needs. */
+static char **paper_env(const char *dir)
+{
+    static const char *const standard[] = {
+        "PATH=/opt/site/bin:/opt/mpi/bin:/usr/local/sbin:/usr/local/bin:"
+        "/usr/sbin:/usr/bin:/sbin:/bin",
+        "HOME=/home/user", "USER=user", "LOGNAME=user", "SHELL=/bin/bash",
+        "LANG=en_US.UTF-8", "LC_ALL=en_US.UTF-8", "TERM=xterm-256color",
+        "PWD=/home/user/run", "OLDPWD=/home/user", "SHLVL=2",
+        "HOSTNAME=node001", "MAIL=/var/spool/mail/user", "TZ=UTC",
+        "EDITOR=vi", "PAGER=less", "LESS=-R", "HISTSIZE=1000",
+        "TMPDIR=/tmp", "XDG_RUNTIME_DIR=/run/user/1000",
+        "XDG_SESSION_ID=42", "SSH_CLIENT=10.0.0.1 50000 22",
+        "SSH_CONNECTION=10.0.0.1 50000 10.0.0.2 22", "SSH_TTY=/dev/pts/0",
+        "MANPATH=/opt/site/share/man:/usr/share/man",
+        "INFOPATH=/opt/site/share/info",
+        "PKG_CONFIG_PATH=/opt/site/lib/pkgconfig:/opt/mpi/lib/pkgconfig",
+        "MODULEPATH=/opt/site/modulefiles:/etc/modulefiles",
+        "MODULESHOME=/usr/share/modules",
+        "LOADEDMODULES=gcc/12.2:openmpi/4.1.5:hdf5/1.14:netcdf/4.9:fftw/3.3",
+        "OMP_NUM_THREADS=1", "OMPI_MCA_btl=self,vader,tcp",
+        "SLURM_JOB_ID=123456", "SLURM_JOB_NAME=bench",
+        "SLURM_NNODES=1", "SLURM_NTASKS=64", "SLURM_CPUS_ON_NODE=64",
+        "SLURM_SUBMIT_DIR=/home/user/run", "SLURM_CLUSTER_NAME=cluster",
+        "SLURM_JOB_PARTITION=batch",
+    };
+    enum { NVARS = 100, NDIRS = 10 };
+    size_t nstd = sizeof standard / sizeof standard[0];
+    char **env = calloc(NVARS + 2, sizeof *env);
+    if (!env)
+        return NULL;
+    size_t k = 0;
+    for (; k < nstd; k++)
+        env[k] = (char *)standard[k];
+    /* The rest: what a modules system sets for each loaded package. */
+    for (int i = 0; k < NVARS; k++, i++) {
+        if (asprintf(&env[k], "SITE_PKG%02d_ROOT=/opt/site/packages/"
+                     "pkg%02d/1.%d.0/linux-x86_64-gcc12", i, i, i % 7) < 0)
+            return NULL;
+    }
+    char *ld = malloc(32 + NDIRS * (strlen(dir) + 8));
+    if (!ld)
+        return NULL;
+    char *p = ld + sprintf(ld, "LD_LIBRARY_PATH=");
+    for (int i = 0; i < NDIRS; i++) {
+        char sub[PATH_MAX];
+        snprintf(sub, sizeof sub, "%s/lib%d", dir, i);
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+            return NULL;
+        if (mkdir(sub, 0755) < 0 && errno != EEXIST)
+            return NULL;
+        p += sprintf(p, "%s%s", i ? ":" : "", sub);
+    }
+    env[k++] = ld;
+    env[k] = NULL;
+    return env;
+}
+
+/* The tasks' environment: MODE (inherit, empty, paper[:DIR]) plus EXTRA
+ * (NEXTRA "NAME=VALUE" strings). */
+static char **task_environ(const char *mode, char **extra, int nextra)
+{
+    char **base;
+    if (strcmp(mode, "inherit") == 0) {
+        base = environ;
+    } else if (strcmp(mode, "empty") == 0) {
+        static char *none[] = {NULL};
+        base = none;
+    } else if (strncmp(mode, "paper", 5) == 0 &&
+               (mode[5] == '\0' || mode[5] == ':')) {
+        base = paper_env(mode[5] ? mode + 6 : "/tmp/spawnbench-ldpath");
+        if (!base) {
+            fprintf(stderr, "spawnbench: -e %s: %s\n", mode, strerror(errno));
+            return NULL;
+        }
+    } else {
+        fprintf(stderr, "spawnbench: -e: expected inherit, empty or "
+                "paper[:DIR], not '%s'\n", mode);
+        return NULL;
+    }
+    size_t count = 0;
+    while (base[count])
+        count++;
+    char **env = calloc(count + (size_t)nextra + 2, sizeof *env);
+    if (!env)
+        return NULL;
+    memcpy(env, base, count * sizeof *env);
+    for (int i = 0; i < nextra; i++)
+        env_put(env, extra[i]);
+    return env;
+}
+
 int main(int argc, char **argv)
 {
     struct bench b = {.n = 1000};
-    int repeats = 3, nsel = S_COUNT;
-    enum scheme sel[S_COUNT] = {S_PSPAWN, S_POSIX_SPAWN, S_FORKEXEC, S_VFORK,
-                                S_FLOOR};
+    int repeats = 3, nsel = 0, raw = 0, nextra = 0;
+    const char *env_mode = "inherit";
+    char **extra = calloc((size_t)argc, sizeof *extra);
+    enum scheme sel[S_COUNT];
     int opt;
 
-    while ((opt = getopt(argc, argv, "+n:s:r:qh")) != -1) {
+    if (!extra)
+        return 1;
+    for (int s = 0; s < S_COUNT; s++) {
+        if (s != S_FORKEXEC)
+            sel[nsel++] = (enum scheme)s;
+    }
+    while ((opt = getopt(argc, argv, "+n:s:r:e:x:Rqh")) != -1) {
         switch (opt) {
         case 'n':
             if (parse_int(optarg, 1, 10000000, &b.n) < 0) {
@@ -533,6 +791,19 @@ int main(int argc, char **argv)
                 fprintf(stderr, "spawnbench: -r: expected 1..1000\n");
                 return 2;
             }
+            break;
+        case 'e':
+            env_mode = optarg;
+            break;
+        case 'x':
+            if (!strchr(optarg, '=') || optarg[0] == '=') {
+                fprintf(stderr, "spawnbench: -x: expected NAME=VALUE\n");
+                return 2;
+            }
+            extra[nextra++] = optarg;
+            break;
+        case 'R':
+            raw = 1;
             break;
         case 'q':
             b.quiet = 1;
@@ -558,6 +829,30 @@ int main(int argc, char **argv)
     }
     b.path = path;
     b.argv = &argv[optind];
+
+    /* From here on, environ is the tasks' environment: every scheme
+     * passes environ, and libpspawn gives its tasks the caller's. */
+    const char *proxy_env = getenv("PSPAWN_PROXY");
+    int have_proxy = proxy_env && *proxy_env;
+    snprintf(proxy_buf, sizeof proxy_buf, "%s",
+             have_proxy ? proxy_env : PSPAWN_PROXY_PATH);
+    char **task_env = task_environ(env_mode, extra, nextra);
+    if (!task_env)
+        return 2;
+    size_t count = 0;
+    while (task_env[count])
+        count++;
+    zygote_env = calloc(count + 2, sizeof *zygote_env);
+    if (!zygote_env)
+        return 1;
+    memcpy(zygote_env, task_env, count * sizeof *zygote_env);
+    static char proxy_var[PATH_MAX + sizeof "PSPAWN_PROXY="];
+    if (have_proxy) {
+        snprintf(proxy_var, sizeof proxy_var, "PSPAWN_PROXY=%s", proxy_buf);
+        env_put(zygote_env, proxy_var);
+    }
+    environ = task_env;
+
     b.pids = calloc((size_t)b.n, sizeof *b.pids);
     double *times[R_COUNT];
     int counts[R_COUNT] = {0};
@@ -586,6 +881,8 @@ int main(int argc, char **argv)
         return 1;
     }
 
+    if (raw)
+        printf("scheme,n,repeat,total_s,per_task_ms\n");
     int failed[S_COUNT] = {0};
     for (int rep = 0; rep < repeats; rep++) {
         /* Rotate the order so that no scheme always follows the same one. */
@@ -605,6 +902,11 @@ int main(int argc, char **argv)
                 if (r == R_COUNT)
                     continue;
                 times[r][counts[r]++] = out[r];
+                if (raw) {
+                    printf("%s,%d,%d,%.6f,%.6f\n", result_names[r], b.n,
+                           rep + 1, out[r], out[r] * 1e3 / b.n);
+                    fflush(stdout);
+                }
                 if (!b.quiet)
                     fprintf(stderr, "spawnbench: [%d/%d] %-12s n=%d %9.3f s "
                             "%10.4f ms/task\n", rep + 1, repeats, result_names[r],
@@ -613,12 +915,14 @@ int main(int argc, char **argv)
         }
     }
 
-    printf("scheme,n,total_s,per_task_ms\n");
-    for (int r = 0; r < R_COUNT; r++) {
-        if (!counts[r])
-            continue;
-        double t = median(times[r], counts[r]);
-        printf("%s,%d,%.6f,%.4f\n", result_names[r], b.n, t, t * 1e3 / b.n);
+    if (!raw) {
+        printf("scheme,n,total_s,per_task_ms\n");
+        for (int r = 0; r < R_COUNT; r++) {
+            if (!counts[r])
+                continue;
+            double t = median(times[r], counts[r]);
+            printf("%s,%d,%.6f,%.4f\n", result_names[r], b.n, t, t * 1e3 / b.n);
+        }
     }
     fflush(stdout);
 
