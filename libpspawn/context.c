@@ -90,13 +90,70 @@ const char *pspawn_proxy_path(void)
     return p && *p ? p : PSPAWN_PROXY_PATH;
 }
 
+int pspawn_loader_var(const char *kv)
+{
+    if (strncmp(kv, "LD_", 3) == 0)
+        return strncmp(kv, "LD_BIND_NOW=", 12) != 0;   /* the zygote binds anyway */
+    return strncmp(kv, "GLIBC_TUNABLES=", 15) == 0 || strncmp(kv, "MALLOC_", 7) == 0;
+}
+
+/* The loader variables of ENV, copied, NULL-terminated. */
+static char **loader_env_of(char *const env[])
+{
+    size_t n = 0, k = 0;
+    for (size_t i = 0; env && env[i]; i++)
+        n += pspawn_loader_var(env[i]) != 0;
+    char **v = calloc(n + 1, sizeof *v);
+    for (size_t i = 0; v && env && env[i]; i++)
+        if (pspawn_loader_var(env[i]) && !(v[k++] = strdup(env[i]))) {
+            pspawn_free_environ(v);
+            return NULL;
+        }
+    return v;
+}
+
+const char *pspawn_loader_env_differs(const struct pspawn_zygote *z, char *const envp[],
+                                      size_t *namelen)
+{
+    size_t mine = 0, have = 0;
+    for (char **l = z->loader_env; l && *l; l++)
+        mine++;
+    for (size_t i = 0; envp && envp[i]; i++) {
+        if (!pspawn_loader_var(envp[i]))
+            continue;
+        have++;
+        int found = 0;
+        for (char **l = z->loader_env; l && *l && !found; l++)
+            found = strcmp(*l, envp[i]) == 0;
+        if (!found) {
+            *namelen = strcspn(envp[i], "=");
+            return envp[i];
+        }
+    }
+    if (have == mine)
+        return NULL;
+    /* One of the zygote's is missing from the task's. */
+    for (char **l = z->loader_env; l && *l; l++) {
+        size_t len = strcspn(*l, "=") + 1, i;
+        for (i = 0; envp && envp[i] && strncmp(envp[i], *l, len) != 0; i++)
+            ;
+        if (!envp || !envp[i]) {
+            *namelen = len - 1;
+            return *l;
+        }
+    }
+    *namelen = 0;
+    return "";
+}
+
 /* The zygote's environment: the caller's, with the proxy appended to its
  * LD_PRELOAD, lazy binding done at load, and the user's values of both
  * kept so the proxy can put them back before main. */
-char **pspawn_zygote_environ(const char *const extra[])
+char **pspawn_zygote_environ(const char *const extra[], char *const base[])
 {
+    char *const *src = base ? base : environ;
     size_t n = 0, nextra = 0;
-    while (environ && environ[n])
+    while (src && src[n])
         n++;
     while (extra && extra[nextra])
         nextra++;
@@ -106,13 +163,13 @@ char **pspawn_zygote_environ(const char *const extra[])
     const char *user_preload = NULL, *user_bindnow = NULL;
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        if (strncmp(environ[i], "LD_PRELOAD=", 11) == 0)
-            user_preload = environ[i] + 11;
-        else if (strncmp(environ[i], "LD_BIND_NOW=", 12) == 0)
-            user_bindnow = environ[i] + 12;
-        else if (strncmp(environ[i], "PSPAWN_ZYGOTE_", 14) != 0 &&
-                 strncmp(environ[i], PSPAWN_ENV_FLOOR "=", sizeof PSPAWN_ENV_FLOOR) != 0)
-            env[k++] = strdup(environ[i]);
+        if (strncmp(src[i], "LD_PRELOAD=", 11) == 0)
+            user_preload = src[i] + 11;
+        else if (strncmp(src[i], "LD_BIND_NOW=", 12) == 0)
+            user_bindnow = src[i] + 12;
+        else if (strncmp(src[i], "PSPAWN_ZYGOTE_", 14) != 0 &&
+                 strncmp(src[i], PSPAWN_ENV_FLOOR "=", sizeof PSPAWN_ENV_FLOOR) != 0)
+            env[k++] = strdup(src[i]);
     }
     const char *proxy = pspawn_proxy_path();
     if (user_preload && *user_preload)
@@ -152,7 +209,7 @@ static int start_timeout_ms(const struct pspawn_zygote *z)
     return t < 120000 ? 120000 : t;
 }
 
-static int start_zygote(struct pspawn_zygote *z, int core)
+static int start_zygote(struct pspawn_zygote *z, int core, char *const envp[])
 {
     const char *proxy = pspawn_proxy_path();
     if (access(proxy, R_OK) < 0) {
@@ -180,7 +237,7 @@ static int start_zygote(struct pspawn_zygote *z, int core)
     snprintf(sock_var, sizeof sock_var, PSPAWN_ENV_SOCK "=%d", zsock_fd);
     snprintf(report_var, sizeof report_var, PSPAWN_ENV_REPORT "=%d", zreport_fd);
     const char *const extra[] = { sock_var, report_var, NULL };
-    char **env = pspawn_zygote_environ(extra);
+    char **env = pspawn_zygote_environ(extra, envp);
     if (!env) {
         close(sv[0]); close(sv[1]); close(rep[0]); close(rep[1]);
         return ENOMEM;
@@ -268,6 +325,12 @@ static int start_zygote(struct pspawn_zygote *z, int core)
 
 int pspawn_context_create(pspawn_context_t *ctx, const char *path, int core)
 {
+    return pspawn_context_create_ex(ctx, path, core, NULL);
+}
+
+int pspawn_context_create_ex(pspawn_context_t *ctx, const char *path, int core,
+                             char *const envp[])
+{
     if (!ctx || !path)
         return EINVAL;
     ctx->impl = NULL;
@@ -293,7 +356,12 @@ int pspawn_context_create(pspawn_context_t *ctx, const char *path, int core)
         pspawn_fallback(z, 1, "%s", z->prog.fallback);
     else if (pspawn_env_true("PSPAWN_FORCE_EXEC"))
         pspawn_fallback(z, 1, "PSPAWN_FORCE_EXEC is set");
-    else if ((err = start_zygote(z, core))) {
+    else if (!(z->loader_env = loader_env_of(envp ? envp : environ)))
+        err = ENOMEM;
+    else
+        err = start_zygote(z, core, envp);
+    if (err) {
+        pspawn_free_environ(z->loader_env);
         pspawn_program_free(&z->prog);
         free(z);
         return err;
@@ -313,6 +381,7 @@ void pspawn_context_destroy(pspawn_context_t *ctx)
         pspawn_zygote_lost(z, 1);
     close_channels(z);
     pspawn_program_free(&z->prog);
+    pspawn_free_environ(z->loader_env);
     free(z);
     ctx->impl = NULL;
 }

@@ -68,6 +68,7 @@ struct pspawn_zygote {
     int report_r;
     int timeout_ms;
     uint32_t next_req;
+    char **loader_env;      /* the zygote's LD_*, GLIBC_TUNABLES, MALLOC_* */
 };
 
 /* The launcher's state at the time of a call, merged with an attribute
@@ -128,10 +129,18 @@ int pspawn_send_standin(int sock, const struct call *c, pspawn_task_t *task,
 /* context.c */
 /* The proxy library to preload ($PSPAWN_PROXY, else the installed one). */
 const char *pspawn_proxy_path(void);
-/* A zygote's environment: the caller's, with the proxy appended to its
- * LD_PRELOAD, LD_BIND_NOW=1, the user's values of both kept for the proxy
- * to restore, and EXTRA (NULL-terminated "K=V" strings). */
-char **pspawn_zygote_environ(const char *const extra[]);
+/* A zygote's environment: BASE (NULL: the caller's environ), with the
+ * proxy appended to its LD_PRELOAD, LD_BIND_NOW=1, the user's values of
+ * both kept for the proxy to restore, and EXTRA (NULL-terminated "K=V"
+ * strings). */
+char **pspawn_zygote_environ(const char *const extra[], char *const base[]);
+/* Whether "K=V" is read by the dynamic loader or libc before main: such a
+ * variable must be the same in a task as in its zygote. */
+int pspawn_loader_var(const char *kv);
+/* NULL if ENVP has the zygote's loader variables, else the name (up to
+ * '=') of the first that differs. */
+const char *pspawn_loader_env_differs(const struct pspawn_zygote *z,
+                                      char *const envp[], size_t *namelen);
 void pspawn_free_environ(char **env);
 void pspawn_fallback(struct pspawn_zygote *z, int for_good, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -483,7 +483,12 @@ int main(int argc, char **argv)
     pspawn_context_t ctx = { NULL };
     char reason[600] = "";
     if (!opt.force_exec) {
-        err = pspawn_context_create(&ctx, path, -1);
+        /* The zygote gets the tasks' environment, --env included, so
+         * that their loader variables are its own. */
+        char **env0 = task_env(0);
+        err = env0 ? pspawn_context_create_ex(&ctx, path, -1, env0) : ENOMEM;
+        if (env0)
+            free_task_env(env0);
         if (err) {
             fprintf(stderr, "%s: %s: %s\n", progname, targv[0], strerror(err));
             free(tasks);

@@ -69,6 +69,13 @@ typedef struct pspawn_attr {
  * child and exits when the context is destroyed or the caller dies. */
 int pspawn_context_create(pspawn_context_t *ctx, const char *path, int core);
 
+/* The same, with the zygote started with ENVP instead of the caller's
+ * environ (NULL: the caller's).  Give the environment the tasks will
+ * have: a task whose loader variables (LD_*, GLIBC_TUNABLES, MALLOC_*,
+ * which act before main) differ from the zygote's is created by exec. */
+int pspawn_context_create_ex(pspawn_context_t *ctx, const char *path, int core,
+                             char *const envp[]);
+
 /* Stop the zygote (it has no tasks: every task is the caller's child and
  * keeps running) and free the context.  Safe on a context whose creation
  * failed or that was already destroyed. */

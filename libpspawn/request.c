@@ -25,7 +25,8 @@
 
 #define WINDOW 3 /* requests in flight: the zygote always has the next one */
 
-enum task_state { T_TODO, T_SENT, T_DONE };
+/* T_EXEC: never offered to the zygote (it cannot be faithful to it). */
+enum task_state { T_TODO, T_SENT, T_DONE, T_EXEC };
 
 struct outstanding {
     uint32_t id;
@@ -498,6 +499,15 @@ int pspawn_run_vector(struct pspawn_zygote *z, pspawn_task_t *tasks, size_t n,
         pspawn_fallback(z, 1, "binary changed on disk since the zygote started "
                         "(device, inode, size or mtime differ)");
         use_zygote = 0;
+    }
+    for (size_t i = 0; use_zygote && !b.token && i < n; i++) {
+        size_t len;
+        const char *var;
+        if (b.state[i] == T_TODO && (var = pspawn_loader_env_differs(z, task_envp(&b, i), &len))) {
+            b.state[i] = T_EXEC;
+            pspawn_fallback(z, 0, "task %zu: its %.*s differs from the zygote's "
+                            "(the loader reads it before main)", i, (int)len, var);
+        }
     }
     if (use_zygote && n > 0 && z->prog.ninterp && !(b.zargv = script_argvs(&b)))
         use_zygote = 0;

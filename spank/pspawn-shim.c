@@ -137,7 +137,7 @@ static pid_t start_zygote(const char *path, char **argv, const char *name, const
     snprintf(token_var, sizeof token_var, PSPAWN_ENV_TOKEN "=%s", token);
     snprintf(tasks_var, sizeof tasks_var, PSPAWN_ENV_TASKS "=%s", local_tasks ? local_tasks : "0");
     const char *const extra[] = { listen_var, token_var, tasks_var, PSPAWN_ENV_SOCK "=3", NULL };
-    char **env = pspawn_zygote_environ(extra);
+    char **env = pspawn_zygote_environ(extra, NULL);
     if (!env) {
         close(rs[0]);
         close(rs[1]);

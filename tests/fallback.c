@@ -7,7 +7,8 @@
  * Cases: a static binary, a set-user-ID and a set-group-ID copy, a copy
  * with file capabilities, a binary replaced or touched on disk after its
  * zygote started, a zygote killed or stopped between two spawns, and a
- * program whose constructor starts a thread.
+ * program whose constructor starts a thread, a task whose LD_LIBRARY_PATH is
+ * not its zygote's.
  *
  * Uses $TESTS_BUILDDIR/{task,task-static,task-v2,threaded}.
  */
@@ -175,8 +176,8 @@ static void outcome_free(struct outcome *o)
 
 /* One task: "PROG append FILE ARG"; it appends "- PID" and prints
  * "task version=V ... args=ARG". */
-static void spawn_task(pspawn_context_t *ctx, const char *argv0, const char *arg,
-                       struct outcome *o)
+static void spawn_task_env(pspawn_context_t *ctx, const char *argv0, const char *arg,
+                           char *const envp[], struct outcome *o)
 {
     char *argv[] = { (char *)argv0, "append", append_path, (char *)arg, NULL };
     struct redirect r;
@@ -189,7 +190,7 @@ static void spawn_task(pspawn_context_t *ctx, const char *argv0, const char *arg
     reset_captures();
     redirect_begin(&r);
     t0 = now();
-    o->rc = pspawn_ex(&pid, ctx, NULL, argv, NULL);
+    o->rc = pspawn_ex(&pid, ctx, NULL, argv, envp);
     o->seconds = now() - t0;
     redirect_end(&r);
     if (o->rc == 0 && waitpid(pid, &st, 0) == pid)
@@ -201,6 +202,12 @@ static void spawn_task(pspawn_context_t *ctx, const char *argv0, const char *arg
     snprintf(want, sizeof want, "- %ld\n", (long)pid);
     o->pid_matches = strcmp(runs, want) == 0;
     free(runs);
+}
+
+static void spawn_task(pspawn_context_t *ctx, const char *argv0, const char *arg,
+                       struct outcome *o)
+{
+    spawn_task_env(ctx, argv0, arg, NULL, o);
 }
 
 static void spawn_threaded(pspawn_context_t *ctx, const char *argv0, struct outcome *o)
@@ -456,6 +463,66 @@ static void case_changed(int replace)
     pspawn_context_destroy(&ctx);
 }
 
+/* environ plus EXTRA (NULL: none), in a static array. */
+static char **env_with(const char *extra)
+{
+    static char *env[512];
+    size_t k = 0;
+    for (size_t i = 0; environ[i] && k < 510; i++)
+        if (!extra || strncmp(environ[i], extra, strcspn(extra, "=") + 1) != 0)
+            env[k++] = environ[i];
+    if (extra)
+        env[k++] = (char *)extra;
+    env[k] = NULL;
+    return env;
+}
+
+/* A variable the loader reads before main (LD_LIBRARY_PATH) differs
+ * between a task and its zygote: that task is exec'd, the others are not. */
+static void case_loader_env(void)
+{
+    const char *name = "task's LD_LIBRARY_PATH differs from the zygote's";
+    const char *llp = "LD_LIBRARY_PATH=/nonexistent/pspawn-test";
+    const char *want = "task version=1 rank=- size=- local=- args=%s\n";
+    char task[PATH_MAX], out[128];
+    pspawn_context_t ctx;
+    struct outcome o;
+    char **env;
+
+    snprintf(task, sizeof task, "%s/task", builddir);
+    if (create_context(&ctx, task, NULL) != 0)
+        tap_bail("%s: pspawn_context_create failed", name);
+    spawn_task(&ctx, task, "same", &o);
+    snprintf(out, sizeof out, want, "same");
+    check_zygote_served(name, &ctx, &o, out);
+    outcome_free(&o);
+    env = env_with(llp);
+    spawn_task_env(&ctx, task, "other", env, &o);
+    snprintf(out, sizeof out, want, "other");
+    check_ran_once(name, &o, out);
+    check_reason(name, &ctx, &o, "LD_LIBRARY_PATH differs");
+    tap_ok(pspawn_context_uses_zygote(&ctx), "%s: the zygote still serves the others", name);
+    outcome_free(&o);
+    pspawn_context_destroy(&ctx);
+
+    /* pspawn_context_create_ex: the zygote takes the given environment;
+     * tasks with it are served, a task without the variable is not. */
+    name = "pspawn_context_create_ex with LD_LIBRARY_PATH";
+    reset_captures();
+    if (pspawn_context_create_ex(&ctx, task, -1, env) != 0)
+        tap_bail("%s: pspawn_context_create_ex failed", name);
+    spawn_task_env(&ctx, task, "same", env, &o);
+    snprintf(out, sizeof out, want, "same");
+    check_zygote_served(name, &ctx, &o, out);
+    outcome_free(&o);
+    spawn_task(&ctx, task, "without", &o);
+    snprintf(out, sizeof out, want, "without");
+    check_ran_once(name, &o, out);
+    check_reason(name, &ctx, &o, "LD_LIBRARY_PATH differs");
+    outcome_free(&o);
+    pspawn_context_destroy(&ctx);
+}
+
 /* The zygote is killed, or stopped, between two spawns. */
 static void case_zygote_gone(int stop)
 {
@@ -534,6 +601,7 @@ int main(int argc, char **argv)
     case_changed(0);
     case_zygote_gone(0);
     case_zygote_gone(1);
+    case_loader_env();
 
     reset_captures();
     {
