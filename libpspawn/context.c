@@ -17,6 +17,12 @@
 
 #include "internal.h"
 
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
 #endif
@@ -50,8 +56,30 @@ void pspawn_fallback(struct pspawn_zygote *z, int for_good, const char *fmt, ...
     pspawn_debug(z, "exec fallback: %s", z->reason);
 }
 
+/* Signal and reap the zygote through its pidfd where there is one: a
+ * launcher that reaps every child itself (prted's waitpid(-1)) may have
+ * reaped it already, and its pid may since belong to another process. */
+void pspawn_signal_zygote(const struct pspawn_zygote *z, int sig)
+{
+    if (z->pidfd >= 0)
+        syscall(SYS_pidfd_send_signal, z->pidfd, sig, NULL, 0);
+    else if (z->zpid > 0)
+        kill(z->zpid, sig);
+}
+
 static int reap_zygote(struct pspawn_zygote *z, int *status)
 {
+    if (z->pidfd >= 0) {
+        siginfo_t si;
+        memset(&si, 0, sizeof si);
+        int r;
+        while ((r = waitid((idtype_t)P_PIDFD, (id_t)z->pidfd, &si, WEXITED)) < 0 && errno == EINTR)
+            ;
+        if (r < 0)
+            return 0;   /* reaped by someone else */
+        *status = si.si_code == CLD_EXITED ? (si.si_status & 0xff) << 8 : si.si_status & 0x7f;
+        return 1;
+    }
     pid_t r;
     while ((r = waitpid(z->zpid, status, 0)) < 0 && errno == EINTR)
         ;
@@ -75,7 +103,7 @@ void pspawn_zygote_lost(struct pspawn_zygote *z, int kill_it)
 {
     if (z->zpid > 0) {
         if (kill_it)
-            kill(z->zpid, SIGKILL);
+            pspawn_signal_zygote(z, SIGKILL);
         int st;
         reap_zygote(z, &st);
         z->zpid = -1;
@@ -292,12 +320,10 @@ static int start_zygote(struct pspawn_zygote *z, int core, char *const envp[])
     ssize_t got = pr > 0 ? recv(z->sock, &ready, sizeof ready, 0) : -1;
     if (got != (ssize_t)sizeof ready || ready.magic != PSPAWN_MAGIC) {
         int st = 0;
-        if (pr == 0) {
-            kill(pid, SIGKILL);
-        }
+        if (pr == 0)
+            pspawn_signal_zygote(z, SIGKILL);
+        reap_zygote(z, &st);
         z->zpid = -1;
-        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-            ;
         close_channels(z);
         if (pr == 0)
             pspawn_fallback(z, 1, "zygote stopped answering during startup (%d ms)",

@@ -145,6 +145,7 @@ void pspawn_free_environ(char **env);
 void pspawn_fallback(struct pspawn_zygote *z, int for_good, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void pspawn_zygote_lost(struct pspawn_zygote *z, int kill_it);
+void pspawn_signal_zygote(const struct pspawn_zygote *z, int sig);
 void pspawn_debug(const struct pspawn_zygote *z, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

@@ -345,7 +345,7 @@ static void zygote_lost(struct batch *b, int kill_it, const char *why)
     struct pspawn_zygote *z = b->z;
     pid_t zpid = z->zpid;
     if (kill_it && zpid > 0)
-        kill(zpid, SIGKILL);
+        pspawn_signal_zygote(z, SIGKILL);
     read_reports(b);
     for (int i = 0; i < b->nout; i++) {
         struct outstanding *o = &b->out[i];
