@@ -1,0 +1,61 @@
+/*
+ * The component: version, open/close, the priority parameter, query.
+ * Loaded by PRRTE's MCA base as prte_mca_odls_pspawn.so from its component
+ * directory; it looks up prte_mca_odls_pspawn_component, the only symbol
+ * exported.
+ */
+#include "odls_pspawn.h"
+
+#include "src/mca/base/pmix_base.h"
+#include "src/mca/odls/base/base.h"
+
+static int pspawn_register(void);
+static int pspawn_open(void);
+static int pspawn_close(void);
+static int pspawn_query(pmix_mca_base_module_t **module, int *priority);
+
+prte_odls_pspawn_component_t prte_mca_odls_pspawn_component = {
+    .super = {
+        PRTE_ODLS_BASE_VERSION_2_0_0,
+        .pmix_mca_component_name = "pspawn",
+        PMIX_MCA_BASE_MAKE_VERSION(component, PRTE_MAJOR_VERSION, PRTE_MINOR_VERSION,
+                                   PMIX_RELEASE_VERSION),
+        .pmix_mca_open_component = pspawn_open,
+        .pmix_mca_close_component = pspawn_close,
+        .pmix_mca_query_component = pspawn_query,
+        .pmix_mca_register_component_params = pspawn_register,
+    },
+    .priority = 5,
+};
+
+static int pspawn_register(void)
+{
+    pmix_mca_base_component_t *c = &prte_mca_odls_pspawn_component.super;
+    prte_mca_odls_pspawn_component.priority = 5;
+    (void)pmix_mca_base_component_var_register(
+        c, "priority",
+        "Priority of the pspawn ODLS component (the default component has 10: "
+        "pspawn is used when selected with --mca odls pspawn, or when a site "
+        "raises this above 10)",
+        PMIX_MCA_BASE_VAR_TYPE_INT, &prte_mca_odls_pspawn_component.priority);
+    return PRTE_SUCCESS;
+}
+
+static int pspawn_open(void)
+{
+    return PRTE_SUCCESS;
+}
+
+static int pspawn_close(void)
+{
+    prte_odls_pspawn_finalize();
+    return PRTE_SUCCESS;
+}
+
+static int pspawn_query(pmix_mca_base_module_t **module, int *priority)
+{
+    /* The ODLS base opens its components in daemons only. */
+    *priority = prte_mca_odls_pspawn_component.priority;
+    *module = (pmix_mca_base_module_t *)&prte_odls_pspawn_module;
+    return PRTE_SUCCESS;
+}

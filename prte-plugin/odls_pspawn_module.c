@@ -1,0 +1,447 @@
+/*
+ * The module: PRRTE's base builds the child list, the environment of each
+ * rank (with its PMIx variables), its stdio pipes or pty and its cpuset, and
+ * calls our fork function once per rank.  Where the default component forks
+ * and sets the rank up in the child before execve, this one turns the same
+ * setup into libpspawn attributes and asks the node's zygote of the program
+ * for the rank, in direct mode: the zygote is prted's child, the rank a
+ * clone(CLONE_PARENT) of it, hence prted's child too (prted reaps it with
+ * waitpid, signals its process group), and prted has its pid before it runs.
+ *
+ * One zygote per program and job (MPMD: one per program), started with the
+ * environment of the job's first rank on this node; a rank whose loader
+ * variables differ, a program the zygote cannot serve (static, set-id...),
+ * a zygote that died: libpspawn execs that rank instead, with the same
+ * setup.  Messages for errors are the default component's own
+ * (help-prte-odls-default.txt, help-prun.txt).
+ */
+#include "odls_pspawn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <hwloc.h>
+#include <hwloc/glibc-sched.h>
+
+#include "pspawn.h"
+
+#include "src/hwloc/hwloc-internal.h"
+#include "src/mca/errmgr/errmgr.h"
+#include "src/mca/iof/base/iof_base_setup.h"
+#include "src/mca/odls/base/base.h"
+#include "src/mca/rmaps/rmaps_types.h"
+#include "src/runtime/prte_globals.h"
+#include "src/util/attr.h"
+#include "src/util/name_fns.h"
+#include "src/util/pmix_show_help.h"
+
+#define VERBOSE(level, ...) \
+    pmix_output_verbose(level, prte_odls_base_framework.framework_output, __VA_ARGS__)
+
+/* ---- zygotes ------------------------------------------------------------ */
+
+struct zygote {
+    char *cmd;
+    pmix_nspace_t job;
+    pspawn_context_t ctx;
+    int err;                /* the program's exec error, or 0 */
+};
+
+static struct zygote *zygotes;
+static size_t nzygotes, capzygotes;
+
+static void zygote_free(struct zygote *z)
+{
+    if (!z->err)
+        pspawn_context_destroy(&z->ctx);
+    free(z->cmd);
+}
+
+/* A DVM runs many jobs: the zygotes of jobs that are gone go too. */
+static void forget_finished_jobs(void)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < nzygotes; i++) {
+        if (NULL == prte_get_job_data_object(zygotes[i].job)) {
+            VERBOSE(2, "%s odls:pspawn: job %s is gone: stopping its zygote of %s",
+                    PRTE_NAME_PRINT(PRTE_PROC_MY_NAME), zygotes[i].job, zygotes[i].cmd);
+            zygote_free(&zygotes[i]);
+        } else {
+            zygotes[k++] = zygotes[i];
+        }
+    }
+    nzygotes = k;
+}
+
+void prte_odls_pspawn_finalize(void)
+{
+    for (size_t i = 0; i < nzygotes; i++)
+        zygote_free(&zygotes[i]);
+    free(zygotes);
+    zygotes = NULL;
+    nzygotes = capzygotes = 0;
+}
+
+static struct zygote *zygote_for(prte_odls_spawn_caddy_t *cd, const pmix_nspace_t job)
+{
+    for (size_t i = 0; i < nzygotes; i++)
+        if (PMIX_CHECK_NSPACE(zygotes[i].job, job) && 0 == strcmp(zygotes[i].cmd, cd->cmd))
+            return &zygotes[i];
+    if (nzygotes == capzygotes) {
+        size_t cap = capzygotes ? 2 * capzygotes : 4;
+        struct zygote *v = realloc(zygotes, cap * sizeof *v);
+        if (NULL == v)
+            return NULL;
+        zygotes = v;
+        capzygotes = cap;
+    }
+    struct zygote *z = &zygotes[nzygotes];
+    memset(z, 0, sizeof *z);
+    if (NULL == (z->cmd = strdup(cd->cmd)))
+        return NULL;
+    PMIX_LOAD_NSPACE(z->job, job);
+    /* The zygote runs the constructors once, with the environment of the
+     * first rank: the ranks' loader variables are the same as its own. */
+    z->err = pspawn_context_create_ex(&z->ctx, cd->cmd, -1, cd->env);
+    nzygotes++;
+    if (z->err) {
+        VERBOSE(2, "%s odls:pspawn: %s: %s", PRTE_NAME_PRINT(PRTE_PROC_MY_NAME), cd->cmd,
+                strerror(z->err));
+    } else if (pspawn_context_uses_zygote(&z->ctx)) {
+        VERBOSE(2, "%s odls:pspawn: zygote of %s for job %s is pid %ld",
+                PRTE_NAME_PRINT(PRTE_PROC_MY_NAME), cd->cmd, job,
+                (long)pspawn_context_zygote_pid(&z->ctx));
+    } else {
+        VERBOSE(1, "%s odls:pspawn: %s: every rank by exec: %s",
+                PRTE_NAME_PRINT(PRTE_PROC_MY_NAME), cd->cmd,
+                pspawn_context_reason(&z->ctx));
+    }
+    return z;
+}
+
+/* ---- the rank's setup, as the default component's child makes it -------- */
+
+/* The default's child reports bindings with pmix_output(0) on its stderr,
+ * which is the rank's stderr by then: write the same line there. */
+static void report_binding(prte_odls_spawn_caddy_t *cd, int fd, hwloc_const_cpuset_t bound)
+{
+    if (!prte_get_attribute(&cd->jdata->attributes, PRTE_JOB_REPORT_BINDINGS, NULL, PMIX_BOOL))
+        return;
+    if (NULL == bound) {
+        dprintf(fd, "Rank %d is not bound (or bound to all available processors)\n",
+                (int)cd->child->name.rank);
+        return;
+    }
+    bool hwt = prte_get_attribute(&cd->jdata->attributes, PRTE_JOB_HWT_CPUS, NULL, PMIX_BOOL);
+    char *s = prte_hwloc_base_cset2str((hwloc_cpuset_t)bound, hwt, prte_hwloc_topology);
+    dprintf(fd, "Rank %d bound to %s\n", (int)cd->child->name.rank, s ? s : "?");
+    free(s);
+}
+
+/* The rank's CPU set, from child->cpuset (a hwloc list).  Returns 0 and
+ * *have = 1 with SET to bind to, *have = 0 to leave the binding as it is,
+ * or -1 after the error message when binding is required and impossible. */
+static int rank_cpuset(prte_odls_spawn_caddy_t *cd, int out_fd, cpu_set_t *set, int *have)
+{
+    prte_proc_t *child = cd->child;
+    prte_job_t *jdata = cd->jdata;
+    hwloc_cpuset_t cs;
+    *have = 0;
+    if (NULL == child->cpuset || '\0' == child->cpuset[0]) {
+        if (NULL == prte_daemon_cores) {
+            report_binding(cd, out_fd, NULL);
+            return 0;
+        }
+        /* the daemon is bound: free the rank, as the default does */
+        hwloc_obj_t root = hwloc_get_root_obj(prte_hwloc_topology);
+        if (NULL == root->userdata)
+            pmix_show_help("help-prte-odls-default.txt", "incorrectly bound", true,
+                           prte_process_info.nodename, cd->app->app, __FILE__, __LINE__);
+        hwloc_const_cpuset_t all = hwloc_topology_get_allowed_cpuset(prte_hwloc_topology);
+        if (0 == hwloc_cpuset_to_glibc_sched_affinity(prte_hwloc_topology, all, set, sizeof *set))
+            *have = 1;
+        report_binding(cd, out_fd, all);
+        return 0;
+    }
+    cs = hwloc_bitmap_alloc();
+    if (NULL == cs || 0 != hwloc_bitmap_list_sscanf(cs, child->cpuset) ||
+        0 != hwloc_cpuset_to_glibc_sched_affinity(prte_hwloc_topology, cs, set, sizeof *set)) {
+        char *msg = NULL;
+        if (pmix_asprintf(&msg, "hwloc_bitmap_sscanf failed for the string \"%s\"",
+                          child->cpuset) < 0)
+            msg = NULL;
+        if (PRTE_BINDING_REQUIRED(jdata->map->binding) &&
+            PRTE_BINDING_POLICY_IS_SET(jdata->map->binding)) {
+            pmix_show_help("help-prte-odls-default.txt", "binding generic error", true,
+                           prte_process_info.nodename, cd->app->app,
+                           msg ? msg : "bad cpuset", __FILE__, __LINE__);
+            free(msg);
+            hwloc_bitmap_free(cs);
+            return -1;
+        }
+        pmix_show_help("help-prte-odls-default.txt", "not bound", true,
+                       prte_process_info.nodename, cd->app->app, msg ? msg : "bad cpuset",
+                       __FILE__, __LINE__);
+        free(msg);
+        hwloc_bitmap_free(cs);
+        return 0;
+    }
+    *have = 1;
+    report_binding(cd, out_fd, cs);
+    hwloc_bitmap_free(cs);
+    return 0;
+}
+
+/* What prte_iof_base_setup_child does in the default's child, as file
+ * actions: the child ends of the pipes (or the pty) at 0, 1 and 2. */
+static int stdio_actions(prte_odls_spawn_caddy_t *cd, pspawn_attr_t *attr)
+{
+    prte_iof_base_io_conf_t *o = &cd->opts;
+    if (o->usepty) {
+        /* the pty's modes belong to the pty: set them here as the child would */
+        struct termios t;
+        if (tcgetattr(o->p_stdout[1], &t) < 0)
+            return -1;
+        t.c_lflag &= ~(tcflag_t)(ECHO | ECHOE | ECHOK | ECHOCTL | ECHOKE | ECHONL);
+        t.c_iflag &= ~(tcflag_t)(ICRNL | INLCR | ISTRIP | INPCK | IXON);
+        t.c_oflag &= ~(tcflag_t)(OCRNL | ONLCR);
+        if (tcsetattr(o->p_stdout[1], TCSANOW, &t) < 0)
+            return -1;
+    }
+    if (o->connect_stdin)
+        pspawn_attr_adddup2(attr, o->p_stdin[0], 0);
+    else
+        pspawn_attr_addopen(attr, 0, "/dev/null", O_RDONLY, 0);
+    pspawn_attr_adddup2(attr, o->p_stdout[1], 1);
+    pspawn_attr_adddup2(attr, o->p_stderr[1], 2);
+    return 0;
+}
+
+/* The parent's side of the pipes, closed as the default's parent does. */
+static void close_child_ends(prte_odls_spawn_caddy_t *cd)
+{
+    if (NULL == cd->child || !PRTE_FLAG_TEST(cd->jdata, PRTE_JOB_FLAG_FORWARD_OUTPUT))
+        return;
+    if (cd->opts.connect_stdin)
+        close(cd->opts.p_stdin[0]);
+    close(cd->opts.p_stdout[1]);
+    close(cd->opts.p_stderr[1]);
+}
+
+static int failed(prte_odls_spawn_caddy_t *cd)
+{
+    close_child_ends(cd);
+    if (NULL != cd->child) {
+        cd->child->state = PRTE_PROC_STATE_FAILED_TO_START;
+        PRTE_FLAG_UNSET(cd->child, PRTE_PROC_FLAG_ALIVE);
+    }
+    return PRTE_ERR_FAILED_TO_START;
+}
+
+/* The default's message when execve fails. */
+static int exec_failed(prte_odls_spawn_caddy_t *cd, int err)
+{
+    char dir[PATH_MAX], *msg = NULL;
+    struct stat st;
+    if (NULL != cd->wdir)
+        snprintf(dir, sizeof dir, "%s", cd->wdir);
+    else if (NULL == getcwd(dir, sizeof dir))
+        dir[0] = '\0';
+    if (ENOENT == err && 0 == stat(cd->app->app, &st)) {
+        if (pmix_asprintf(&msg, "%s has a bad interpreter on the first line.", cd->app->app) < 0)
+            msg = NULL;
+    } else {
+        msg = strdup(strerror(err));
+    }
+    pmix_show_help("help-prte-odls-default.txt", "execve error", true,
+                   prte_process_info.nodename, dir, cd->app->app, msg ? msg : strerror(err));
+    free(msg);
+    return failed(cd);
+}
+
+/* ---- the fork function -------------------------------------------------- */
+
+static int pspawn_fork_local_proc(void *cdptr)
+{
+    prte_odls_spawn_caddy_t *cd = (prte_odls_spawn_caddy_t *)cdptr;
+    prte_proc_t *child = cd->child;
+    int forward = PRTE_FLAG_TEST(cd->jdata, PRTE_JOB_FLAG_FORWARD_OUTPUT);
+    pspawn_attr_t attr;
+    sigset_t set;
+    int err;
+
+#if PRTE_HAVE_STOP_ON_EXEC
+    if (prte_get_attribute(&cd->jdata->attributes, PRTE_JOB_STOP_ON_EXEC, NULL, PMIX_BOOL)) {
+        /* a debugger's stop at the first instruction needs ptrace before an
+         * exec that a zygote does not do */
+        pmix_output(0, "%s odls:pspawn: stop-on-exec (debugger attach) is not supported by "
+                    "the pspawn ODLS component; use --mca odls default",
+                    PRTE_NAME_PRINT(PRTE_PROC_MY_NAME));
+        return failed(cd);
+    }
+#endif
+    if (0 != pspawn_attr_init(&attr))
+        return failed(cd);
+    /* its own process group, so that signals reach what it starts */
+    pspawn_attr_setpgroup(&attr, 0);
+    /* the signals the default resets, and none blocked */
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGPIPE);
+    sigaddset(&set, SIGCHLD);
+    sigaddset(&set, SIGTRAP);
+    pspawn_attr_setsigdefault(&attr, &set);
+    sigemptyset(&set);
+    pspawn_attr_setsigmask(&attr, &set);
+
+    if (NULL != child && forward) {
+        if (0 != stdio_actions(cd, &attr)) {
+            pmix_show_help("help-prte-odls-default.txt", "iof setup failed", true,
+                           prte_process_info.nodename, cd->app->app);
+            pspawn_attr_destroy(&attr);
+            return failed(cd);
+        }
+    } else if (NULL == child && !forward) {
+        for (int fd = 0; fd < 3; fd++)
+            pspawn_attr_addopen(&attr, fd, "/dev/null", O_RDONLY, 0);
+    }
+
+    if (NULL != child) {
+        cpu_set_t cpus;
+        int have = 0;
+        if (0 != rank_cpuset(cd, forward ? cd->opts.p_stderr[1] : 2, &cpus, &have)) {
+            pspawn_attr_destroy(&attr);
+            return failed(cd);
+        }
+        if (have)
+            pspawn_attr_setcpuset(&attr, sizeof cpus, &cpus);
+    }
+
+    if (NULL != cd->wdir) {
+        struct stat st;
+        if (0 != stat(cd->wdir, &st) || !S_ISDIR(st.st_mode) || 0 != access(cd->wdir, X_OK)) {
+            pmix_show_help("help-prun.txt", "prun:wdir-not-found", true, "prted", cd->wdir,
+                           prte_process_info.nodename, (NULL == child) ? 0 : child->app_rank);
+            pspawn_attr_destroy(&attr);
+            return failed(cd);
+        }
+        pspawn_attr_setcwd(&attr, cd->wdir);
+    }
+
+    char *argv0[2] = { cd->app->app, NULL };
+    char **argv = NULL != cd->argv ? cd->argv : argv0;
+    pmix_nspace_t job;
+    PMIX_LOAD_NSPACE(job, NULL != child ? child->name.nspace : cd->jdata->nspace);
+    struct zygote *z = zygote_for(cd, job);
+    pid_t pid = -1;
+    if (NULL == z)
+        err = ENOMEM;
+    else if (z->err)
+        err = z->err;
+    else
+        err = pspawn_ex(&pid, &z->ctx, &attr, argv, cd->env);
+    pspawn_attr_destroy(&attr);
+    if (NULL != child)
+        child->pid = 0 == err ? pid : 0;
+    if (0 != err)
+        return exec_failed(cd, err);
+    if (NULL != z && NULL != pspawn_context_reason(&z->ctx)) {
+        VERBOSE(5, "%s odls:pspawn: %s: %s", PRTE_NAME_PRINT(PRTE_PROC_MY_NAME), cd->cmd,
+                pspawn_context_reason(&z->ctx));
+    }
+    close_child_ends(cd);
+    if (NULL != child) {
+        child->state = PRTE_PROC_STATE_RUNNING;
+        PRTE_FLAG_SET(child, PRTE_PROC_FLAG_ALIVE);
+    }
+    return PRTE_SUCCESS;
+}
+
+/* ---- module functions --------------------------------------------------- */
+
+static int pspawn_launch_local_procs(pmix_data_buffer_t *data)
+{
+    pmix_nspace_t job;
+    int rc;
+
+    forget_finished_jobs();
+    rc = prte_odls_base_default_construct_child_list(data, &job);
+    if (PRTE_SUCCESS != rc) {
+        VERBOSE(2, "%s odls:pspawn: failed to construct the child list: %s",
+                PRTE_NAME_PRINT(PRTE_PROC_MY_NAME), PRTE_ERROR_NAME(rc));
+        return rc;
+    }
+    PRTE_ACTIVATE_LOCAL_LAUNCH(job, pspawn_fork_local_proc);
+    return PRTE_SUCCESS;
+}
+
+/* Signals go to the rank's process group (it leads one), so that what it
+ * started gets them too; a rank that is gone is not an error. */
+static int kill_local(pid_t pid, int signum)
+{
+    pid_t pgrp = getpgid(pid);
+    if (-1 != pgrp)
+        pid = -pgrp;
+    if (0 != kill(pid, signum) && ESRCH != errno)
+        return errno;
+    return 0;
+}
+
+static int pspawn_kill_local_procs(pmix_pointer_array_t *procs)
+{
+    int rc = prte_odls_base_default_kill_local_procs(procs, kill_local);
+    if (PRTE_SUCCESS != rc)
+        PRTE_ERROR_LOG(rc);
+    return rc;
+}
+
+static int send_signal(pid_t pid, int sig)
+{
+    if (!prte_odls_globals.signal_direct_children_only)
+        pid = -pid;
+    if (0 == kill(pid, sig))
+        return PRTE_SUCCESS;
+    switch (errno) {
+    case ESRCH:
+        return PRTE_SUCCESS;
+    case EINVAL:
+        return PRTE_ERR_BAD_PARAM;
+    case EPERM:
+        return PRTE_ERR_PERM;
+    default:
+        return PRTE_ERROR;
+    }
+}
+
+static int pspawn_signal_local_procs(const pmix_proc_t *proc, int32_t sig)
+{
+    int rc = prte_odls_base_default_signal_local_procs(proc, sig, send_signal);
+    if (PRTE_SUCCESS != rc)
+        PRTE_ERROR_LOG(rc);
+    return rc;
+}
+
+static int pspawn_restart_proc(prte_proc_t *child)
+{
+    return prte_odls_base_default_restart_proc(child, pspawn_fork_local_proc);
+}
+
+prte_odls_base_module_t prte_odls_pspawn_module = {
+    .get_add_procs_data = prte_odls_base_default_get_add_procs_data,
+    .launch_local_procs = pspawn_launch_local_procs,
+    .kill_local_procs = pspawn_kill_local_procs,
+    .signal_local_procs = pspawn_signal_local_procs,
+    .restart_proc = pspawn_restart_proc,
+};
