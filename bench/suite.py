@@ -46,7 +46,7 @@ MODES = {
     },
     "full": {
         "nsweep_n": [1, 3, 10, 30, 100, 300, 1000, 3000, 10000], "repeats": 3,
-        "cow_n": [1, 10, 50, 100, 200], "cow_repeats": 3,
+        "cow_n": [1, 10, 50, 200], "cow_repeats": 3,
         "libs": [0, 10, 50, 100, 200, 500, 1000], "libs_n": 200,
         "exesize_kb": PADS_KB, "exesize_n": 500,
         "cpus_n": 1000,
