@@ -46,7 +46,7 @@ MODES = {
     },
     "full": {
         "nsweep_n": [1, 3, 10, 30, 100, 300, 1000, 3000, 10000], "repeats": 3,
-        "cow_n": [1, 10, 50, 200], "cow_repeats": 3,
+        "cow_n": [10, 200], "cow_repeats": 3,
         "libs": [0, 10, 50, 100, 200, 500, 1000], "libs_n": 200,
         "exesize_kb": PADS_KB, "exesize_n": 500,
         "cpus_n": 1000,
@@ -142,7 +142,7 @@ class Suite:
             w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
             w.writeheader()
             w.writerows(rows)
-        say("  wrote %s" % os.path.relpath(path))
+        say("  wrote %s" % path)
 
     @staticmethod
     def brief(res, schemes=("afork", "vfork", "posix_spawn", "pspawn")):
@@ -176,16 +176,20 @@ class Suite:
         self.write("nsweep", rows)
 
     def exp_cow(self):
-        prog = os.path.join(self.progs(), "cow-%dmb" % COW_MB)
+        d = self.progs()
         rows = []
-        ns = self.p["cow_n"]
-        for i, n in enumerate(ns, 1):
+        # dirty: the region is written by a constructor (the zygote holds it
+        # dirty, each task copies it on write); clean: only main writes it.
+        points = [(v, n) for v in ("dirty", "clean") for n in self.p["cow_n"]]
+        schemes = ["sfork", "afork", "vfork", "posix_spawn", "pfork", "pspawn"]
+        for i, (variant, n) in enumerate(points, 1):
+            prog = os.path.join(d, "cow-%dmb%s" % (COW_MB, "-clean" if variant == "clean" else ""))
             r = self.p["cow_repeats"]
-            say("cow %d/%d: %d MB written per task, N=%d, %d repeats"
-                % (i, len(ns), COW_MB, n, r))
-            res, fb = self.spawnbench(prog, n, ALL_SCHEMES, r)
+            say("cow %d/%d: %d MB, first byte of every page written per task (%s before "
+                "main), N=%d, %d repeats" % (i, len(points), COW_MB, variant, n, r))
+            res, fb = self.spawnbench(prog, n, schemes, r)
             say("  " + self.brief(res))
-            rows += self.rows(res, fb, mb=COW_MB, n=n)
+            rows += self.rows(res, fb, variant=variant, mb=COW_MB, n=n)
         self.write("cow", rows)
 
     def exp_libs(self):
@@ -333,7 +337,7 @@ def main():
     if not os.access(s.sb, os.X_OK):
         sys.exit("suite: %s is not built" % s.sb)
 
-    say("suite (%s mode): %s -> %s" % (s.mode, ", ".join(only), os.path.relpath(s.out)))
+    say("suite (%s mode): %s -> %s" % (s.mode, ", ".join(only), s.out))
     quiet = wait_quiet(args.wait_quiet) if args.wait_quiet else None
     info = machine_lines()
     info.append("date: %s" % time.strftime("%Y-%m-%d %H:%M:%S %Z"))
@@ -357,7 +361,7 @@ def main():
     # --only keeps what earlier runs measured: append their loads.
     with open(path, "w") as f:
         f.write("\n".join(info) + "\n")
-    say("wrote %s" % os.path.relpath(path))
+    say("wrote %s" % path)
 
     r = subprocess.run([sys.executable, os.path.join(s.src, "plots.py"), s.out])
     if r.returncode:
