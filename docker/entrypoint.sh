@@ -40,6 +40,14 @@ fi
 for _ in $(seq 50); do munge -n </dev/null | unmunge >/dev/null 2>&1 && break; sleep 0.1; done
 munge -n </dev/null | unmunge >/dev/null || { say "munged is not working"; exit 1; }
 
+# sshd: mpirun with a host list and no Slurm allocation starts prted on
+# the other nodes over ssh (users' keys are in the shared /home).
+if [ -x /usr/sbin/sshd ] && ! pgrep -x sshd >/dev/null; then
+    mkdir -p /run/sshd
+    ssh-keygen -A >/dev/null 2>&1
+    /usr/sbin/sshd -o PasswordAuthentication=no -o UseDNS=no || say "sshd did not start"
+fi
+
 mkdir -p /var/log/slurm /var/lib/slurm/slurmctld /var/lib/slurm/slurmd
 chown slurm:slurm /var/log/slurm /var/lib/slurm /var/lib/slurm/slurmctld
 

@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -57,6 +58,9 @@ struct zygote {
     int err;                /* the program's exec error, or 0 */
 };
 
+/* prted spawns ranks from several threads (odls_base_num_threads) and a
+ * libpspawn context serves one thread at a time: one lock for all. */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct zygote *zygotes;
 static size_t nzygotes, capzygotes;
 
@@ -85,45 +89,64 @@ static void forget_finished_jobs(void)
 
 void prte_odls_pspawn_finalize(void)
 {
+    pthread_mutex_lock(&lock);
     for (size_t i = 0; i < nzygotes; i++)
         zygote_free(&zygotes[i]);
     free(zygotes);
     zygotes = NULL;
     nzygotes = capzygotes = 0;
+    pthread_mutex_unlock(&lock);
+}
+
+/* The program as execve in the rank's working directory finds it. */
+static char *program_path(prte_odls_spawn_caddy_t *cd)
+{
+    char *p = NULL;
+    if ('/' == cd->cmd[0] || NULL == cd->wdir)
+        return strdup(cd->cmd);
+    if (pmix_asprintf(&p, "%s/%s", cd->wdir, cd->cmd) < 0)
+        return NULL;
+    return p;
 }
 
 static struct zygote *zygote_for(prte_odls_spawn_caddy_t *cd, const pmix_nspace_t job)
 {
+    char *cmd = program_path(cd);
+    if (NULL == cmd)
+        return NULL;
     for (size_t i = 0; i < nzygotes; i++)
-        if (PMIX_CHECK_NSPACE(zygotes[i].job, job) && 0 == strcmp(zygotes[i].cmd, cd->cmd))
+        if (PMIX_CHECK_NSPACE(zygotes[i].job, job) && 0 == strcmp(zygotes[i].cmd, cmd)) {
+            free(cmd);
             return &zygotes[i];
+        }
     if (nzygotes == capzygotes) {
         size_t cap = capzygotes ? 2 * capzygotes : 4;
         struct zygote *v = realloc(zygotes, cap * sizeof *v);
-        if (NULL == v)
+        if (NULL == v) {
+            free(cmd);
             return NULL;
+        }
         zygotes = v;
         capzygotes = cap;
     }
     struct zygote *z = &zygotes[nzygotes];
     memset(z, 0, sizeof *z);
-    if (NULL == (z->cmd = strdup(cd->cmd)))
-        return NULL;
+    z->cmd = cmd;
     PMIX_LOAD_NSPACE(z->job, job);
     /* The zygote runs the constructors once, with the environment of the
      * first rank: the ranks' loader variables are the same as its own. */
-    z->err = pspawn_context_create_ex(&z->ctx, cd->cmd, -1, cd->env);
+    z->err = pspawn_context_create_ex(&z->ctx, cmd, -1, cd->env);
     nzygotes++;
     if (z->err) {
-        VERBOSE(2, "%s odls:pspawn: %s: %s", PRTE_NAME_PRINT(PRTE_PROC_MY_NAME), cd->cmd,
+        VERBOSE(2, "%s odls:pspawn: %s: %s", PRTE_NAME_PRINT(PRTE_PROC_MY_NAME), cmd,
                 strerror(z->err));
     } else if (pspawn_context_uses_zygote(&z->ctx)) {
         VERBOSE(2, "%s odls:pspawn: zygote of %s for job %s is pid %ld",
-                PRTE_NAME_PRINT(PRTE_PROC_MY_NAME), cd->cmd, job,
+                PRTE_NAME_PRINT(PRTE_PROC_MY_NAME), cmd, job,
                 (long)pspawn_context_zygote_pid(&z->ctx));
     } else {
         VERBOSE(1, "%s odls:pspawn: %s: every rank by exec: %s",
-                PRTE_NAME_PRINT(PRTE_PROC_MY_NAME), cd->cmd,
+                PRTE_NAME_PRINT(PRTE_PROC_MY_NAME), cmd,
                 pspawn_context_reason(&z->ctx));
     }
     return z;
@@ -132,19 +155,21 @@ static struct zygote *zygote_for(prte_odls_spawn_caddy_t *cd, const pmix_nspace_
 /* ---- the rank's setup, as the default component's child makes it -------- */
 
 /* The default's child reports bindings with pmix_output(0) on its stderr,
- * which is the rank's stderr by then: write the same line there. */
+ * which is the rank's stderr by then, with the prefix prted's output
+ * stream has (node and prted's pid): write the same line there. */
 static void report_binding(prte_odls_spawn_caddy_t *cd, int fd, hwloc_const_cpuset_t bound)
 {
     if (!prte_get_attribute(&cd->jdata->attributes, PRTE_JOB_REPORT_BINDINGS, NULL, PMIX_BOOL))
         return;
     if (NULL == bound) {
-        dprintf(fd, "Rank %d is not bound (or bound to all available processors)\n",
-                (int)cd->child->name.rank);
+        dprintf(fd, "[%s:%05d] Rank %d is not bound (or bound to all available processors)\n",
+                prte_process_info.nodename, (int)getpid(), (int)cd->child->name.rank);
         return;
     }
     bool hwt = prte_get_attribute(&cd->jdata->attributes, PRTE_JOB_HWT_CPUS, NULL, PMIX_BOOL);
     char *s = prte_hwloc_base_cset2str((hwloc_cpuset_t)bound, hwt, prte_hwloc_topology);
-    dprintf(fd, "Rank %d bound to %s\n", (int)cd->child->name.rank, s ? s : "?");
+    dprintf(fd, "[%s:%05d] Rank %d bound to %s\n", prte_process_info.nodename, (int)getpid(),
+            (int)cd->child->name.rank, s ? s : "?");
     free(s);
 }
 
@@ -344,6 +369,7 @@ static int pspawn_fork_local_proc(void *cdptr)
     char **argv = NULL != cd->argv ? cd->argv : argv0;
     pmix_nspace_t job;
     PMIX_LOAD_NSPACE(job, NULL != child ? child->name.nspace : cd->jdata->nspace);
+    pthread_mutex_lock(&lock);
     struct zygote *z = zygote_for(cd, job);
     pid_t pid = -1;
     if (NULL == z)
@@ -352,15 +378,16 @@ static int pspawn_fork_local_proc(void *cdptr)
         err = z->err;
     else
         err = pspawn_ex(&pid, &z->ctx, &attr, argv, cd->env);
+    if (0 == err && NULL != z && NULL != pspawn_context_reason(&z->ctx)) {
+        VERBOSE(5, "%s odls:pspawn: %s: %s", PRTE_NAME_PRINT(PRTE_PROC_MY_NAME), z->cmd,
+                pspawn_context_reason(&z->ctx));
+    }
+    pthread_mutex_unlock(&lock);
     pspawn_attr_destroy(&attr);
     if (NULL != child)
         child->pid = 0 == err ? pid : 0;
     if (0 != err)
         return exec_failed(cd, err);
-    if (NULL != z && NULL != pspawn_context_reason(&z->ctx)) {
-        VERBOSE(5, "%s odls:pspawn: %s: %s", PRTE_NAME_PRINT(PRTE_PROC_MY_NAME), cd->cmd,
-                pspawn_context_reason(&z->ctx));
-    }
     close_child_ends(cd);
     if (NULL != child) {
         child->state = PRTE_PROC_STATE_RUNNING;
@@ -376,7 +403,9 @@ static int pspawn_launch_local_procs(pmix_data_buffer_t *data)
     pmix_nspace_t job;
     int rc;
 
+    pthread_mutex_lock(&lock);
     forget_finished_jobs();
+    pthread_mutex_unlock(&lock);
     rc = prte_odls_base_default_construct_child_list(data, &job);
     if (PRTE_SUCCESS != rc) {
         VERBOSE(2, "%s odls:pspawn: failed to construct the child list: %s",

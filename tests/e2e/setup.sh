@@ -23,4 +23,11 @@ MPI
 ax "gcc -D_GNU_SOURCE -O2 -o task /usr/src/libpspawn/tests/task.c &&
     gcc -D_GNU_SOURCE -O2 -static -o task-static /usr/src/libpspawn/tests/task.c &&
     gcc -D_GNU_SOURCE -O2 -o probe /usr/src/libpspawn/tests/probe.c &&
-    mpicc -O2 -o mpi mpi.c"
+    mpicc -O2 -o mpi mpi.c &&
+    mpicc -O2 -o mpix /usr/src/libpspawn/tests/e2e/mpix.c && cp mpix mpix2" || exit 1
+# ssh between the nodes for alice (mpirun with a host list starts prted
+# over ssh); the key is in the shared /home.
+ax "mkdir -p ~/.ssh && chmod 700 ~/.ssh &&
+    { [ -f ~/.ssh/id_ed25519 ] || ssh-keygen -q -t ed25519 -N '' -f ~/.ssh/id_ed25519; } &&
+    cp ~/.ssh/id_ed25519.pub ~/.ssh/authorized_keys && chmod 600 ~/.ssh/authorized_keys &&
+    printf 'StrictHostKeyChecking no\nUserKnownHostsFile /dev/null\nLogLevel ERROR\nBatchMode yes\n' > ~/.ssh/config"

@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# mpirun --mca odls pspawn against --mca odls default on the same command,
+# on 2 nodes: under Slurm (salloc -N2 mpirun: prted started by srun) and
+# with a host list (prted started over ssh).
+. "$(dirname "$0")/lib.sh"
+
+# mboth NAME WHERE ARGS: `mpirun ARGS` with each ODLS component, WHERE is
+# salloc (inside `salloc -N2 -n8`), hosts (--host c1:4,c2:4) or prterun
+# (prterun itself, with --host c1:4,c2:4); outputs
+# (stdout+stderr) in $tmp/NAME.default and NAME.pspawn, exit codes in
+# $rc_default and $rc_pspawn.
+mboth() {
+    local name=$1 where=$2 args=$3 m cmd
+    for m in default pspawn; do
+        case $where in
+        salloc) cmd="salloc -Q -N2 -n8 mpirun --mca odls $m $args" ;;
+        hosts) cmd="mpirun --host c1:4,c2:4 --mca odls $m $args" ;;
+        prterun) cmd="prterun --host c1:4,c2:4 --prtemca odls $m $args" ;;
+        *) cmd="mpirun --mca odls $m $args" ;;
+        esac
+        ax "$cmd" >"$tmp/$name.$m" 2>&1
+        eval "rc_$m=\$?"
+    done
+}
+
+# What differs between two runs of the same job whatever the component:
+# job ids, pids, the zygote flag.
+# Which rank's failure is reported first is not fixed either.
+normalize() {
+    tr -d '\000' | sed -E 's/ forked [01]$//; s/prterun-[A-Za-z0-9_.-]+-[0-9]+@/JOB@/g;
+            s/\[[A-Za-z0-9_.-]+:[0-9]+\]/[HOST:PID]/g; s/(PID|pid|Pid)( is)? [0-9]+/\1 N/g;
+            s/\[\[[0-9]+,/[[J,/g; s/Node: +c[0-9]+/Node: NODE/; s/process rank [0-9]+/process rank R/' | sort
+}
+
+# msame NAME DESCRIPTION: the two outputs agree once normalized.
+msame() {
+    if diff <(normalize <"$tmp/$1.default") <(normalize <"$tmp/$1.pspawn") >"$tmp/$1.diff"; then
+        ok 0 "$2"
+    else
+        ok 1 "$2"
+        diag_file "$tmp/$1.diff" 20
+    fi
+}
+
+# forked NAME: how many hello lines of NAME.pspawn / NAME.default say
+# "forked 1" (a fork of a zygote) / "forked 0".
+count() { grep -ac "$2" "$tmp/$1" || true; }
+
+# No rank (mpix, mpix2: zygotes have the same name) nor prted of alice
+# left on the nodes.
+count_left() {
+    local n=0 c
+    for node in c1 c2; do
+        c=$(on $node "pgrep -u alice -f '$E2E/mpix|prted' | wc -l")
+        n=$((n + c))
+    done
+    echo $n
+}
+wait_left() {
+    local left
+    for _ in $(seq 20); do
+        left=$(count_left)
+        [ "$left" = 0 ] && break
+        sleep 0.5
+    done
+    echo "$left"
+}
+
+for where in salloc hosts; do
+    mboth hello-$where $where "-n 8 --bind-to none ./mpix hello"
+    [ $rc_default = 0 ] && [ $rc_pspawn = 0 ] && [ "$(count hello-$where.pspawn '^hello .* sum 28 ring 36 .*')" = 8 ]
+    ok $? "$where: hello, allreduce and ring on 2 nodes x 4 ranks exit 0 ($rc_default, $rc_pspawn)" ||
+        diag_file "$tmp/hello-$where.pspawn" 12
+    msame hello-$where "$where: every rank's line (rank, size, node, sums, parent prted, own process group, cpus) is the same"
+    f=$(count hello-$where.pspawn ' forked 1$'); d=$(count hello-$where.default ' forked 0$')
+    [ "$f" = 8 ] && [ "$d" = 8 ]
+    ok $? "$where: pspawn's 8 ranks are forks of a zygote ($f), default's are exec'd ($d)"
+    left=$(wait_left)
+    [ "$left" = 0 ]
+    ok $? "$where: no rank, zygote or prted is left on the nodes ($left)"
+done
+
+# Binding: 2 ranks per node (the nodes have 2 cores), bound to cores.
+mboth bind salloc "-n 4 --map-by ppr:2:node --bind-to core --report-bindings ./mpix hello"
+[ $rc_default = 0 ] && [ $rc_pspawn = 0 ] && grep -q 'bound to' "$tmp/bind.pspawn"
+ok $? "--bind-to core --report-bindings: both exit 0 and report ($rc_default, $rc_pspawn)" ||
+    diag_file "$tmp/bind.pspawn" 10
+msame bind "--bind-to core: the same bindings reported, the same Cpus_allowed in each rank"
+
+mboth exit3 salloc "-n 4 ./mpix exit3"
+[ $rc_default = 3 ] && [ $rc_pspawn = 3 ]
+ok $? "one rank exits 3: mpirun exits 3 both ways ($rc_default, $rc_pspawn)"
+msame exit3 "one rank exits 3: the same message"
+
+mboth abort salloc "-n 4 ./mpix abort"
+[ $rc_default = $rc_pspawn ] && [ $rc_pspawn != 0 ]
+ok $? "MPI_Abort: the same mpirun exit code ($rc_default, $rc_pspawn)"
+msame abort "MPI_Abort: the same message"
+left=$(wait_left)
+[ "$left" = 0 ]
+ok $? "MPI_Abort: nothing left on the nodes ($left)"
+
+mboth timeout salloc "-n 4 --timeout 4 ./mpix sleep 60"
+[ $rc_default = $rc_pspawn ] && [ $rc_pspawn != 0 ]
+ok $? "--timeout: the same mpirun exit code ($rc_default, $rc_pspawn)"
+msame timeout "--timeout: the same message"
+left=$(wait_left)
+[ "$left" = 0 ]
+ok $? "--timeout: nothing left on the nodes ($left)"
+
+for m in default pspawn; do
+    docker exec -u alice -w $E2E "$CTL" bash -c \
+        "mpirun --host c1:4,c2:4 --mca odls $m -n 8 --bind-to none ./mpix sleep 60 & echo \$! > mpirun.pid; wait \$!; echo rc=\$?" \
+        >"$tmp/sigint.$m" 2>&1 &
+    sleep 4
+    ax "kill -INT \$(cat mpirun.pid)"
+    wait
+done
+rd=$(grep -ao 'rc=[0-9]*' "$tmp/sigint.default"); rp=$(grep -ao 'rc=[0-9]*' "$tmp/sigint.pspawn")
+[ -n "$rd" ] && [ "$rd" = "$rp" ]
+ok $? "SIGINT to mpirun: the same exit code ($rd, $rp)"
+left=$(wait_left)
+[ "$left" = 0 ]
+ok $? "SIGINT to mpirun: nothing left on the nodes ($left)"
+
+mboth stdin salloc "-n 4 ./mpix stdin < <(printf 'line one\\nline two\\n')"
+[ "$(count stdin.pspawn '^rank 0 read: line')" = 2 ] && [ $rc_pspawn = 0 ]
+ok $? "stdin reaches rank 0 ($(count stdin.pspawn '^rank 0 read'), rc $rc_pspawn)"
+msame stdin "stdin: the same output"
+
+mboth tag salloc "-n 4 --bind-to none --output tag ./mpix hello"
+[ "$(count tag.pspawn '^\[[^]]*,[0-3]\]<stdout>: hello')" = 4 ]
+ok $? "--output tag: 4 tagged lines" || diag_file "$tmp/tag.pspawn" 6
+msame tag "--output tag: the same tagged output"
+
+# MPMD through prterun: Open MPI 5.0.7's mpirun (its ompi personality)
+# crashes on any MPMD command line, with the default component too
+# (open-mpi/ompi#13303); prterun runs the same job.
+mboth mpmd prterun "--bind-to none -n 2 ./mpix hello : -n 2 ./mpix2 hello"
+a=$(count mpmd.pspawn 'exe mpix .* forked 1$'); b=$(count mpmd.pspawn 'exe mpix2 .* forked 1$')
+[ $rc_pspawn = 0 ] && [ "$a" = 2 ] && [ "$b" = 2 ]
+ok $? "MPMD: each program's ranks are forks of its own zygote ($a mpix, $b mpix2)" ||
+    diag_file "$tmp/mpmd.pspawn" 6
+msame mpmd "MPMD: the same output"
+
+mboth missing salloc "-n 4 ./no-such-program"
+[ $rc_default = $rc_pspawn ] && [ $rc_pspawn != 0 ]
+ok $? "a missing program: the same exit code ($rc_default, $rc_pspawn)"
+msame missing "a missing program: the same message"
+
+left=$(wait_left)
+[ "$left" = 0 ]
+ok $? "at the end, nothing of alice's is left on the nodes ($left)"
+
+tap_done
