@@ -148,6 +148,28 @@ mboth missing salloc "-n 4 ./no-such-program"
 ok $? "a missing program: the same exit code ($rc_default, $rc_pspawn)"
 msame missing "a missing program: the same message"
 
+ax "printf '#!/bin/sh\necho hi\n' > notexec && chmod 644 notexec"
+mboth notexec salloc "-n 4 ./notexec"
+[ $rc_default = $rc_pspawn ] && [ $rc_pspawn != 0 ]
+ok $? "a program that is not executable: the same exit code ($rc_default, $rc_pspawn)"
+msame notexec "a program that is not executable: the same message"
+
+# Selection: the default component unless pspawn is asked for, by MCA
+# parameter, by environment, or by raising its priority above 10.
+sel() { ax "salloc -Q -N2 -n8 $1 mpirun $2 -n 4 --bind-to none ./mpix hello" 2>&1 | grep -ac ' forked 1$'; }
+n=$(sel "" "")
+[ "$n" = 0 ]
+ok $? "without --mca odls, ranks are exec'd by the default component ($n forked)"
+n=$(sel "env PRTE_MCA_odls=pspawn" "")
+[ "$n" = 4 ]
+ok $? "PRTE_MCA_odls=pspawn selects pspawn ($n of 4 forked)"
+n=$(sel "" "--prtemca odls pspawn")
+[ "$n" = 4 ]
+ok $? "--prtemca odls pspawn selects pspawn ($n of 4 forked)"
+n=$(sel "" "--prtemca odls_pspawn_priority 20")
+[ "$n" = 4 ]
+ok $? "odls_pspawn_priority 20 (above the default's 10) selects pspawn ($n of 4 forked)"
+
 left=$(wait_left)
 [ "$left" = 0 ]
 ok $? "at the end, nothing of alice's is left on the nodes ($left)"
