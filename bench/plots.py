@@ -184,6 +184,7 @@ def fig_libs(d, rows, summary):
             summary.append("        1000 libraries: %.1fx: target %s" % (r, "met" if r >= 20 else "NOT met"))
     ax.axhline(20, color="gray", linestyle=":", label="target 20x at 1000")
     ax.set_xscale("log")
+    ax.set_yscale("log")
     ax.set_xlabel("shared libraries")
     ax.set_ylabel("pspawn speed-up")
     ax.grid(True, which="both", alpha=0.3)
