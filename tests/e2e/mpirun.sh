@@ -148,6 +148,19 @@ mboth missing salloc "-n 4 ./no-such-program"
 ok $? "a missing program: the same exit code ($rc_default, $rc_pspawn)"
 msame missing "a missing program: the same message"
 
+# The fallback: with PSPAWN_FORCE_EXEC=1 in prted's environment (srun
+# passes mpirun's on) every rank is exec'd by libpspawn with the same
+# setup, and nothing tells the two apart but the zygote flag.
+for m in default pspawn; do
+    ax "salloc -Q -N2 -n8 env PSPAWN_FORCE_EXEC=1 mpirun --mca odls $m -n 8 --bind-to none ./mpix hello" \
+        >"$tmp/forced.$m" 2>&1
+    eval "rc_$m=\$?"
+done
+n=$(count forced.pspawn ' forked 0$')
+[ $rc_pspawn = 0 ] && [ "$n" = 8 ]
+ok $? "PSPAWN_FORCE_EXEC=1: pspawn execs every rank (8 of 8 not forked: $n, rc $rc_pspawn)"
+msame forced "PSPAWN_FORCE_EXEC=1: the same output as the default component"
+
 ax "printf '#!/bin/sh\necho hi\n' > notexec && chmod 644 notexec"
 mboth notexec salloc "-n 4 ./notexec"
 [ $rc_default = $rc_pspawn ] && [ $rc_pspawn != 0 ]
