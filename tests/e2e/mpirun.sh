@@ -29,7 +29,8 @@ mboth() {
 normalize() {
     tr -d '\000' | sed -E 's/ forked [01]$//; s/prterun-[A-Za-z0-9_.-]+-[0-9]+@/JOB@/g;
             s/\[[A-Za-z0-9_.-]+:[0-9]+\]/[HOST:PID]/g; s/(PID|pid|Pid)( is)? [0-9]+/\1 N/g;
-            s/\[\[[0-9]+,/[[J,/g; s/Node: +c[0-9]+/Node: NODE/; s/process rank [0-9]+/process rank R/' | sort
+            s/\[\[[0-9]+,/[[J,/g; s/Node: +c[0-9]+/Node: NODE/; s/process rank [0-9]+/process rank R/;
+            s/on node c[0-9]+/on node NODE/' | sort
 }
 
 # msame NAME DESCRIPTION: the two outputs agree once normalized.
@@ -182,6 +183,24 @@ ok $? "--prtemca odls pspawn selects pspawn ($n of 4 forked)"
 n=$(sel "" "--prtemca odls_pspawn_priority 20")
 [ "$n" = 4 ]
 ok $? "odls_pspawn_priority 20 (above the default's 10) selects pspawn ($n of 4 forked)"
+
+# A persistent DVM (prte; prun per job; pterm): every job's ranks are
+# forks; the zygotes of finished jobs go at the next launch, the last one
+# with the DVM.  (Debian names PRRTE's pterm pterm.openmpi.)
+ax "rm -f dvm.uri; prte --host c1:4 --prtemca odls pspawn --daemonize --report-uri $E2E/dvm.uri >/dev/null 2>&1"
+for _ in $(seq 50); do ax "test -s dvm.uri" && break; sleep 0.2; done
+f=0
+for _ in 1 2 3; do
+    c=$(ax "prun --dvm-uri file:$E2E/dvm.uri -n 2 --bind-to none ./mpix hello" 2>&1 | grep -ac ' forked 1$')
+    f=$((f + c))
+done
+z=$(on c1 "pgrep -u alice -f '^$E2E/./mpix' | wc -l")
+[ "$f" = 6 ] && [ "$z" = 1 ]
+ok $? "persistent DVM: 3 jobs through prun, all 6 ranks forked ($f), one zygote alive between jobs ($z)"
+ax "if command -v pterm >/dev/null; then pterm --dvm-uri file:$E2E/dvm.uri; else pterm.openmpi --dvm-uri file:$E2E/dvm.uri; fi" >/dev/null 2>&1
+left=$(wait_left)
+[ "$left" = 0 ]
+ok $? "persistent DVM: after pterm no rank, zygote or prted is left ($left)"
 
 left=$(wait_left)
 [ "$left" = 0 ]
