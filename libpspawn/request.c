@@ -500,10 +500,18 @@ int pspawn_run_vector(struct pspawn_zygote *z, pspawn_task_t *tasks, size_t n,
                         "(device, inode, size or mtime differ)");
         use_zygote = 0;
     }
+    /* Tasks mostly share one environment: compare each distinct one once. */
+    char *const *seen = NULL;
+    const char *var = NULL;
+    size_t len = 0;
     for (size_t i = 0; use_zygote && !b.token && i < n; i++) {
-        size_t len;
-        const char *var;
-        if (b.state[i] == T_TODO && (var = pspawn_loader_env_differs(z, task_envp(&b, i), &len))) {
+        if (b.state[i] != T_TODO)
+            continue;
+        if (!seen || task_envp(&b, i) != seen) {
+            seen = task_envp(&b, i);
+            var = pspawn_loader_env_differs(z, seen, &len);
+        }
+        if (var) {
             b.state[i] = T_EXEC;
             pspawn_fallback(z, 0, "task %zu: its %.*s differs from the zygote's "
                             "(the loader reads it before main)", i, (int)len, var);
