@@ -32,20 +32,15 @@ import sys
 import sysconfig
 import time
 
+# The modules depend on each other as genlibs.py's libraries do.
+from genlibs import deps_of
+
 GENERATOR_VERSION = 1
 STAMP = ".genpymods-stamp"
 
 
 def mod_name(i):
     return "pynmod_%04d" % i
-
-
-def deps_of(i, rng, extra):
-    if i == 0:
-        return []
-    pool = list(range(0, i - 1))
-    rng.shuffle(pool)
-    return [i - 1] + sorted(pool[:extra], reverse=True)
 
 
 def gen_module(i, deps, nfuncs, data_ints, rng):

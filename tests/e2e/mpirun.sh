@@ -5,7 +5,8 @@
 . "$(dirname "$0")/lib.sh"
 
 # mboth NAME WHERE ARGS: `mpirun ARGS` with each ODLS component, WHERE is
-# salloc (inside `salloc -N2 -n8`), hosts (--host c1:4,c2:4) or prterun
+# salloc (inside `salloc -w c1,c2 -N2 -n8`: the same nodes every time),
+# hosts (--host c1:4,c2:4) or prterun
 # (prterun itself, with --host c1:4,c2:4); outputs
 # (stdout+stderr) in $tmp/NAME.default and NAME.pspawn, exit codes in
 # $rc_default and $rc_pspawn.
@@ -13,7 +14,7 @@ mboth() {
     local name=$1 where=$2 args=$3 m cmd
     for m in default pspawn; do
         case $where in
-        salloc) cmd="salloc -Q -N2 -n8 mpirun --mca odls $m $args" ;;
+        salloc) cmd="salloc -Q -w c1,c2 -N2 -n8 mpirun --mca odls $m $args" ;;
         hosts) cmd="mpirun --host c1:4,c2:4 --mca odls $m $args" ;;
         prterun) cmd="prterun --host c1:4,c2:4 --prtemca odls $m $args" ;;
         *) cmd="mpirun --mca odls $m $args" ;;
@@ -43,8 +44,7 @@ msame() {
     fi
 }
 
-# forked NAME: how many hello lines of NAME.pspawn / NAME.default say
-# "forked 1" (a fork of a zygote) / "forked 0".
+# count FILE PATTERN: how many lines of $tmp/FILE match PATTERN.
 count() { grep -ac "$2" "$tmp/$1" || true; }
 
 # No rank (mpix, mpix2: zygotes have the same name) nor prted of alice
@@ -67,6 +67,23 @@ wait_left() {
     echo "$left"
 }
 
+# nothing_left DESCRIPTION: a test point that no rank, zygote or prted of
+# alice's is left on the nodes.
+nothing_left() {
+    local left
+    left=$(wait_left)
+    [ "$left" = 0 ]
+    ok $? "$1 ($left)"
+}
+
+# fail_alike NAME WHAT: both mpiruns failed, with the same exit code and
+# the same message.
+fail_alike() {
+    [ $rc_default = $rc_pspawn ] && [ $rc_pspawn != 0 ]
+    ok $? "$2: the same mpirun exit code ($rc_default, $rc_pspawn)"
+    msame "$1" "$2: the same message"
+}
+
 for where in salloc hosts; do
     mboth hello-$where $where "-n 8 --bind-to none ./mpix hello"
     [ $rc_default = 0 ] && [ $rc_pspawn = 0 ] && [ "$(count hello-$where.pspawn '^hello .* sum 28 ring 36 .*')" = 8 ]
@@ -76,9 +93,7 @@ for where in salloc hosts; do
     f=$(count hello-$where.pspawn ' forked 1$'); d=$(count hello-$where.default ' forked 0$')
     [ "$f" = 8 ] && [ "$d" = 8 ]
     ok $? "$where: pspawn's 8 ranks are forks of a zygote ($f), default's are exec'd ($d)"
-    left=$(wait_left)
-    [ "$left" = 0 ]
-    ok $? "$where: no rank, zygote or prted is left on the nodes ($left)"
+    nothing_left "$where: no rank, zygote or prted is left on the nodes"
 done
 
 # Binding: 2 ranks per node (the nodes have 2 cores), bound to cores.
@@ -94,20 +109,12 @@ ok $? "one rank exits 3: mpirun exits 3 both ways ($rc_default, $rc_pspawn)"
 msame exit3 "one rank exits 3: the same message"
 
 mboth abort salloc "-n 4 ./mpix abort"
-[ $rc_default = $rc_pspawn ] && [ $rc_pspawn != 0 ]
-ok $? "MPI_Abort: the same mpirun exit code ($rc_default, $rc_pspawn)"
-msame abort "MPI_Abort: the same message"
-left=$(wait_left)
-[ "$left" = 0 ]
-ok $? "MPI_Abort: nothing left on the nodes ($left)"
+fail_alike abort "MPI_Abort"
+nothing_left "MPI_Abort: nothing left on the nodes"
 
 mboth timeout salloc "-n 4 --timeout 4 ./mpix sleep 60"
-[ $rc_default = $rc_pspawn ] && [ $rc_pspawn != 0 ]
-ok $? "--timeout: the same mpirun exit code ($rc_default, $rc_pspawn)"
-msame timeout "--timeout: the same message"
-left=$(wait_left)
-[ "$left" = 0 ]
-ok $? "--timeout: nothing left on the nodes ($left)"
+fail_alike timeout "--timeout"
+nothing_left "--timeout: nothing left on the nodes"
 
 for m in default pspawn; do
     docker exec -u alice -w $E2E "$CTL" bash -c \
@@ -120,9 +127,7 @@ done
 rd=$(grep -ao 'rc=[0-9]*' "$tmp/sigint.default"); rp=$(grep -ao 'rc=[0-9]*' "$tmp/sigint.pspawn")
 [ -n "$rd" ] && [ "$rd" = "$rp" ]
 ok $? "SIGINT to mpirun: the same exit code ($rd, $rp)"
-left=$(wait_left)
-[ "$left" = 0 ]
-ok $? "SIGINT to mpirun: nothing left on the nodes ($left)"
+nothing_left "SIGINT to mpirun: nothing left on the nodes"
 
 mboth stdin salloc "-n 4 ./mpix stdin < <(printf 'line one\\nline two\\n')"
 [ "$(count stdin.pspawn '^rank 0 read: line')" = 2 ] && [ $rc_pspawn = 0 ]
@@ -145,15 +150,13 @@ ok $? "MPMD: each program's ranks are forks of its own zygote ($a mpix, $b mpix2
 msame mpmd "MPMD: the same output"
 
 mboth missing salloc "-n 4 ./no-such-program"
-[ $rc_default = $rc_pspawn ] && [ $rc_pspawn != 0 ]
-ok $? "a missing program: the same exit code ($rc_default, $rc_pspawn)"
-msame missing "a missing program: the same message"
+fail_alike missing "a missing program"
 
 # The fallback: with PSPAWN_FORCE_EXEC=1 in prted's environment (srun
 # passes mpirun's on) every rank is exec'd by libpspawn with the same
 # setup, and nothing tells the two apart but the zygote flag.
 for m in default pspawn; do
-    ax "salloc -Q -N2 -n8 env PSPAWN_FORCE_EXEC=1 mpirun --mca odls $m -n 8 --bind-to none ./mpix hello" \
+    ax "salloc -Q -w c1,c2 -N2 -n8 env PSPAWN_FORCE_EXEC=1 mpirun --mca odls $m -n 8 --bind-to none ./mpix hello" \
         >"$tmp/forced.$m" 2>&1
     eval "rc_$m=\$?"
 done
@@ -164,13 +167,11 @@ msame forced "PSPAWN_FORCE_EXEC=1: the same output as the default component"
 
 ax "printf '#!/bin/sh\necho hi\n' > notexec && chmod 644 notexec"
 mboth notexec salloc "-n 4 ./notexec"
-[ $rc_default = $rc_pspawn ] && [ $rc_pspawn != 0 ]
-ok $? "a program that is not executable: the same exit code ($rc_default, $rc_pspawn)"
-msame notexec "a program that is not executable: the same message"
+fail_alike notexec "a program that is not executable"
 
 # Selection: the default component unless pspawn is asked for, by MCA
 # parameter, by environment, or by raising its priority above 10.
-sel() { ax "salloc -Q -N2 -n8 $1 mpirun $2 -n 4 --bind-to none ./mpix hello" 2>&1 | grep -ac ' forked 1$'; }
+sel() { ax "salloc -Q -w c1,c2 -N2 -n8 $1 mpirun $2 -n 4 --bind-to none ./mpix hello" 2>&1 | grep -ac ' forked 1$'; }
 n=$(sel "" "")
 [ "$n" = 0 ]
 ok $? "without --mca odls, ranks are exec'd by the default component ($n forked)"
@@ -198,12 +199,8 @@ z=$(on c1 "pgrep -u alice -f '^$E2E/./mpix' | wc -l")
 [ "$f" = 6 ] && [ "$z" = 1 ]
 ok $? "persistent DVM: 3 jobs through prun, all 6 ranks forked ($f), one zygote alive between jobs ($z)"
 ax "if command -v pterm >/dev/null; then pterm --dvm-uri file:$E2E/dvm.uri; else pterm.openmpi --dvm-uri file:$E2E/dvm.uri; fi" >/dev/null 2>&1
-left=$(wait_left)
-[ "$left" = 0 ]
-ok $? "persistent DVM: after pterm no rank, zygote or prted is left ($left)"
+nothing_left "persistent DVM: after pterm no rank, zygote or prted is left"
 
-left=$(wait_left)
-[ "$left" = 0 ]
-ok $? "at the end, nothing of alice's is left on the nodes ($left)"
+nothing_left "at the end, nothing of alice's is left on the nodes"
 
 tap_done
