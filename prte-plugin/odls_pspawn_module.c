@@ -296,13 +296,65 @@ static int exec_failed(prte_odls_spawn_caddy_t *cd, int err)
 
 /* ---- the fork function -------------------------------------------------- */
 
+/* What the default component's child does before execve, as attributes of
+ * the rank; -1 after the default's message where it would have failed. */
+static int rank_attr(prte_odls_spawn_caddy_t *cd, pspawn_attr_t *attr)
+{
+    prte_proc_t *child = cd->child;
+    int forward = PRTE_FLAG_TEST(cd->jdata, PRTE_JOB_FLAG_FORWARD_OUTPUT);
+    sigset_t set;
+
+    /* its own process group, so that signals reach what it starts */
+    pspawn_attr_setpgroup(attr, 0);
+    /* the signals the default resets, and none blocked */
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGPIPE);
+    sigaddset(&set, SIGCHLD);
+    sigaddset(&set, SIGTRAP);
+    pspawn_attr_setsigdefault(attr, &set);
+    sigemptyset(&set);
+    pspawn_attr_setsigmask(attr, &set);
+
+    if (NULL != child && forward) {
+        if (0 != stdio_actions(cd, attr)) {
+            pmix_show_help("help-prte-odls-default.txt", "iof setup failed", true,
+                           prte_process_info.nodename, cd->app->app);
+            return -1;
+        }
+    } else if (NULL == child && !forward) {
+        for (int fd = 0; fd < 3; fd++)
+            pspawn_attr_addopen(attr, fd, "/dev/null", O_RDONLY, 0);
+    }
+
+    if (NULL != child) {
+        cpu_set_t cpus;
+        int have = 0;
+        if (0 != rank_cpuset(cd, forward ? cd->opts.p_stderr[1] : 2, &cpus, &have))
+            return -1;
+        if (have)
+            pspawn_attr_setcpuset(attr, sizeof cpus, &cpus);
+    }
+
+    if (NULL != cd->wdir) {
+        struct stat st;
+        if (0 != stat(cd->wdir, &st) || !S_ISDIR(st.st_mode) || 0 != access(cd->wdir, X_OK)) {
+            pmix_show_help("help-prun.txt", "prun:wdir-not-found", true, "prted", cd->wdir,
+                           prte_process_info.nodename, (NULL == child) ? 0 : child->app_rank);
+            return -1;
+        }
+        pspawn_attr_setcwd(attr, cd->wdir);
+    }
+    return 0;
+}
+
 static int pspawn_fork_local_proc(void *cdptr)
 {
     prte_odls_spawn_caddy_t *cd = (prte_odls_spawn_caddy_t *)cdptr;
     prte_proc_t *child = cd->child;
-    int forward = PRTE_FLAG_TEST(cd->jdata, PRTE_JOB_FLAG_FORWARD_OUTPUT);
     pspawn_attr_t attr;
-    sigset_t set;
     int err;
 
 #if PRTE_HAVE_STOP_ON_EXEC
@@ -317,52 +369,9 @@ static int pspawn_fork_local_proc(void *cdptr)
 #endif
     if (0 != pspawn_attr_init(&attr))
         return failed(cd);
-    /* its own process group, so that signals reach what it starts */
-    pspawn_attr_setpgroup(&attr, 0);
-    /* the signals the default resets, and none blocked */
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGHUP);
-    sigaddset(&set, SIGPIPE);
-    sigaddset(&set, SIGCHLD);
-    sigaddset(&set, SIGTRAP);
-    pspawn_attr_setsigdefault(&attr, &set);
-    sigemptyset(&set);
-    pspawn_attr_setsigmask(&attr, &set);
-
-    if (NULL != child && forward) {
-        if (0 != stdio_actions(cd, &attr)) {
-            pmix_show_help("help-prte-odls-default.txt", "iof setup failed", true,
-                           prte_process_info.nodename, cd->app->app);
-            pspawn_attr_destroy(&attr);
-            return failed(cd);
-        }
-    } else if (NULL == child && !forward) {
-        for (int fd = 0; fd < 3; fd++)
-            pspawn_attr_addopen(&attr, fd, "/dev/null", O_RDONLY, 0);
-    }
-
-    if (NULL != child) {
-        cpu_set_t cpus;
-        int have = 0;
-        if (0 != rank_cpuset(cd, forward ? cd->opts.p_stderr[1] : 2, &cpus, &have)) {
-            pspawn_attr_destroy(&attr);
-            return failed(cd);
-        }
-        if (have)
-            pspawn_attr_setcpuset(&attr, sizeof cpus, &cpus);
-    }
-
-    if (NULL != cd->wdir) {
-        struct stat st;
-        if (0 != stat(cd->wdir, &st) || !S_ISDIR(st.st_mode) || 0 != access(cd->wdir, X_OK)) {
-            pmix_show_help("help-prun.txt", "prun:wdir-not-found", true, "prted", cd->wdir,
-                           prte_process_info.nodename, (NULL == child) ? 0 : child->app_rank);
-            pspawn_attr_destroy(&attr);
-            return failed(cd);
-        }
-        pspawn_attr_setcwd(&attr, cd->wdir);
+    if (0 != rank_attr(cd, &attr)) {
+        pspawn_attr_destroy(&attr);
+        return failed(cd);
     }
 
     char *argv0[2] = { cd->app->app, NULL };
