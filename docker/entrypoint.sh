@@ -12,10 +12,11 @@ set -euo pipefail
 role=${1:-slurmd}
 proctrack=${PSPAWN_PROCTRACK:-proctrack/cgroup}
 taskplugin=${PSPAWN_TASKPLUGIN:-task/cgroup,task/affinity}
+jobacct=${PSPAWN_JOBACCT:-jobacct_gather/cgroup}
 say() { echo "[entrypoint $(hostname) $(date +%H:%M:%S)] $*"; }
 
 # slurm.conf from its template (the same on every node).
-sed -e "s|@PROCTRACK@|$proctrack|" -e "s|@TASKPLUGIN@|$taskplugin|" \
+sed -e "s|@PROCTRACK@|$proctrack|" -e "s|@TASKPLUGIN@|$taskplugin|" -e "s|@JOBACCT@|$jobacct|" \
     /etc/slurm/slurm.conf.in > /etc/slurm/slurm.conf
 
 # plugstack.conf names the pspawn SPANK plugin as `optional`, but Slurm
@@ -58,7 +59,7 @@ slurmctld)
     ;;
 slurmd)
     unshare_cgroup=()
-    case "$proctrack,$taskplugin" in *cgroup*)
+    case "$proctrack,$taskplugin,$jobacct" in *cgroup*)
         # Docker (cgroup v1, not --privileged) bind-mounts this container's
         # own cgroup directory of every controller read-only on
         # /sys/fs/cgroup/<controller>; slurmd must create its slurm_<node>

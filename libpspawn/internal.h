@@ -121,10 +121,22 @@ int pspawn_exec_setup(pid_t *pid, const char *path, struct child_setup *s,
 int pspawn_run_vector(struct pspawn_zygote *z, pspawn_task_t *tasks, size_t n,
                       const struct call *c);
 
+/* A stand-in's hold on its task (REQ_HOLD): the request's shared mapping,
+ * whose go[0] releases the task. */
+struct pspawn_hold {
+    struct wire_request *map;
+    size_t size;
+    int memfd;
+};
+
 /* Send one stand-in request (a task of CALL's state with TASK's argv and
- * envp) on SOCK, with the step's TOKEN. */
+ * envp) on SOCK, with the step's TOKEN.  If CALL's flags have REQ_HOLD,
+ * *HOLD keeps the request so that pspawn_standin_go can release the task
+ * (which waits until then, or until the caller is gone). */
 int pspawn_send_standin(int sock, const struct call *c, pspawn_task_t *task,
-                        const char *token);
+                        const char *token, struct pspawn_hold *hold);
+/* Let the held task run (RUN) or exit 127 without running (!RUN). */
+void pspawn_standin_go(struct pspawn_hold *hold, int run);
 
 /* context.c */
 /* The proxy library to preload ($PSPAWN_PROXY, else the installed one). */

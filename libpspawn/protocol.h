@@ -108,6 +108,10 @@ struct wire_rlimit {
 #define REQ_CPUSET      0x10u
 #define REQ_NICE        0x20u
 #define REQ_SCHED       0x40u
+/* Stand-in mode: after its setup the task waits for go[0], which its
+ * stand-in sets once it has done what must precede the task's first
+ * instruction (placing it in its own task cgroup). */
+#define REQ_HOLD        0x80u
 
 /* Layout of the request memfd. Offsets are from its start. */
 enum { GO_HOLD = 0, GO_RUN = 1, GO_CANCEL = 2 };

@@ -360,7 +360,10 @@ static int strings_valid(const char *base, size_t size, const struct wire_task *
     return nul_args == t->argc && (!t->strings_len || s[t->strings_len - 1] == 0);
 }
 
-static void wait_go(const struct wire_request *w, uint32_t index)
+/* Wait for go[INDEX].  A task of a direct launcher is its child: it gives
+ * up when its parent is no longer the launcher.  A stand-in's task is the
+ * zygote's child: it gives up when the stand-in is gone. */
+static void wait_go(const struct wire_request *w, uint32_t index, int standin)
 {
     const uint32_t *go = &w->go[index];
     uint32_t v;
@@ -369,7 +372,8 @@ static void wait_go(const struct wire_request *w, uint32_t index)
         syscall(SYS_futex, go, FUTEX_WAIT, GO_HOLD, &ts, NULL, 0);
         /* The launcher died before releasing us: we never ran. */
         if (__atomic_load_n(go, __ATOMIC_ACQUIRE) == GO_HOLD &&
-            getppid() != (pid_t)w->launcher_pid)
+            (standin ? kill((pid_t)w->launcher_pid, 0) < 0 && errno == ESRCH
+                     : getppid() != (pid_t)w->launcher_pid))
             _exit(127);
     }
     if (v != GO_RUN)
@@ -410,11 +414,21 @@ static struct task_start task_main(const char *base, size_t size, uint32_t id, u
                 ;
             _exit(127);
         }
+        if (w->flags & REQ_HOLD) {
+            close(report_fd);   /* the zygote's read ends: it replies */
+            wait_go(w, index, 1);
+            /* Moving a task into another cpuset cgroup resets its CPU
+             * affinity to that cgroup's: bind it again. */
+            const unsigned char *aff = t->has_cpuset ? t->cpuset
+                                       : (w->flags & REQ_CPUSET) ? w->cpuset : NULL;
+            if (aff)
+                sched_setaffinity(0, PSPAWN_CPUSET_BYTES, (const cpu_set_t *)aff);
+        }
     } else {
         report(report_fd, id, index, (int32_t)getpid(), err);
         if (err)
             _exit(127);
-        wait_go(w, index);
+        wait_go(w, index, 0);
     }
 
     int keep[PSPAWN_FD_MAX + 3 + MAX_CTOR_FDS];

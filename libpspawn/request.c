@@ -552,13 +552,28 @@ int pspawn_run_vector(struct pspawn_zygote *z, pspawn_task_t *tasks, size_t n,
     return first_err;
 }
 
-int pspawn_send_standin(int sock, const struct call *c, pspawn_task_t *task, const char *token)
+int pspawn_send_standin(int sock, const struct call *c, pspawn_task_t *task, const char *token,
+                        struct pspawn_hold *hold)
 {
     struct pspawn_zygote z = { .sock = sock };
     unsigned char state = T_TODO;
     struct batch b = { .z = &z, .tasks = task, .n = 1, .c = c, .state = &state, .token = token };
     int err = send_request(&b);
-    if (!err && b.nout)
-        release(&b.out[0]);  /* the zygote has its own mapping */
+    if (!err && b.nout) {
+        if ((c->flags & REQ_HOLD) && hold)
+            *hold = (struct pspawn_hold){ b.out[0].map, b.out[0].size, b.out[0].memfd };
+        else
+            release(&b.out[0]);  /* the zygote has its own mapping */
+    }
     return err;
+}
+
+void pspawn_standin_go(struct pspawn_hold *hold, int run)
+{
+    if (!hold->map)
+        return;
+    struct outstanding o = { .map = hold->map, .size = hold->size, .memfd = hold->memfd };
+    set_go(&o, 0, run ? GO_RUN : GO_CANCEL);
+    release(&o);
+    hold->map = NULL;
 }

@@ -10,10 +10,12 @@
 spank_plugin_sources = \
 	spank/pspawn_spank.c spank/pspawn_spank.h \
 	spank/pspawn_srun.c spank/pspawn_slurmstepd.c \
-	spank/pspawn_config.c spank/pspawn_config.h
+	spank/pspawn_config.c spank/pspawn_config.h \
+	spank/pspawn_cgroup.c spank/pspawn_cgroup.h spank/pspawn_mover.c
 
 # Also in the tarball of a build without Slurm.
-EXTRA_DIST += $(spank_plugin_sources) spank/test-config.c spank/test-plugin.c
+EXTRA_DIST += $(spank_plugin_sources) spank/test-config.c spank/test-plugin.c \
+	spank/test-cgroup.c
 
 # make distcheck installs as a user, under its own prefix.
 AM_DISTCHECK_CONFIGURE_FLAGS = --with-slurm-plugindir='$${libdir}/slurm'
@@ -24,15 +26,21 @@ slurmplugin_LTLIBRARIES = spank/spank_pspawn.la
 spank_spank_pspawn_la_SOURCES = $(spank_plugin_sources)
 spank_spank_pspawn_la_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS) \
 	-DPSPAWN_SHIM_PATH='"$(pkglibexecdir)/pspawn-shim"'
-spank_spank_pspawn_la_CFLAGS = -std=c11 $(WARN_CFLAGS)
+spank_spank_pspawn_la_CFLAGS = -std=c11 -pthread $(WARN_CFLAGS)
 spank_spank_pspawn_la_LDFLAGS = -module -avoid-version -shared \
-	-export-symbols-regex '^(plugin_|spank_plugin_version|slurm_spank_)'
+	-pthread -export-symbols-regex '^(plugin_|spank_plugin_version|slurm_spank_)'
 
 # The parser, with no Slurm at all.
 check_PROGRAMS += spank/test-config
 TESTS += spank/test-config
 spank_test_config_SOURCES = spank/test-config.c spank/pspawn_config.c spank/pspawn_config.h
 spank_test_config_CPPFLAGS = $(AM_CPPFLAGS) -DPSPAWN_SHIM_PATH='"/test/pspawn-shim"'
+
+# Which cgroup.procs files the mover writes, from /proc text.
+check_PROGRAMS += spank/test-cgroup
+TESTS += spank/test-cgroup
+spank_test_cgroup_SOURCES = spank/test-cgroup.c spank/pspawn_cgroup.c spank/pspawn_cgroup.h
+spank_test_cgroup_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests
 
 # The built plugin in a fake slurmstepd that defines the SPANK calls.
 check_PROGRAMS += spank/test-plugin

@@ -19,6 +19,9 @@
  *   PSPAWN_SHIM_DEBUG      1: say what happens on stderr
  *   PSPAWN_SHIM_ARGV0      the task's argv[0] when the plugin replaced it
  *                          in place (Slurm < 23.02.5)
+ *   PSPAWN_SHIM_MOVER      the step's mover in slurmstepd: the task is held
+ *                          until the mover has put it into our cgroups
+ *                          (see pspawn_cgroup.h)
  */
 #include "config.h"
 
@@ -45,6 +48,7 @@
 
 #include "internal.h"
 #include "protocol.h"
+#include "pspawn_cgroup.h"
 
 extern char **environ;
 
@@ -279,9 +283,44 @@ static void __attribute__((noreturn)) exit_like(int status)
     _exit(1);
 }
 
+/* Ask the step's mover (slurmstepd, root) to put TASK into our own
+ * cgroups.  Returns 0 or an errno; the task runs either way. */
+static int move_task(const char *mover, pid_t task, const char *token)
+{
+    struct sockaddr_un a;
+    int len = abstract_addr(&a, mover);
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (fd < 0 || len < 0)
+        return fd < 0 ? errno : ENAMETOOLONG;
+    struct ucred peer;
+    socklen_t plen = sizeof peer;
+    struct pspawn_mover_req q = { PSPAWN_MOVER_MAGIC, (int32_t)task, { 0 } };
+    snprintf(q.token, sizeof q.token, "%s", token);
+    struct pspawn_mover_reply r;
+    struct pollfd p = { fd, POLLIN, 0 };
+    int err = 0;
+    if (connect(fd, (struct sockaddr *)&a, (socklen_t)len) < 0)
+        err = errno;
+    else if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &plen) < 0 || peer.uid != 0)
+        err = EPERM;    /* only slurmstepd, as root, may hear our token */
+    else if (send(fd, &q, sizeof q, MSG_NOSIGNAL) != (ssize_t)sizeof q)
+        err = errno;
+    else if (poll(&p, 1, 30000) != 1 || recv(fd, &r, sizeof r, 0) != (ssize_t)sizeof r ||
+             r.magic != PSPAWN_MOVER_MAGIC)
+        err = ETIMEDOUT;
+    else if (r.err)
+        err = r.err;
+    else
+        say("task %d moved into our cgroups (%d hierarch%s)", (int)task, r.moved,
+            r.moved == 1 ? "y" : "ies");
+    close(fd);
+    return err;
+}
+
 /* Build and send the one-task request: everything exec would have given
  * the task, from this process's own state. */
-static int send_standin_request(int sock, char **argv, const char *token)
+static int send_standin_request(int sock, char **argv, const char *token,
+                                struct pspawn_hold *hold)
 {
     struct call *c = calloc(1, sizeof *c);
     if (!c)
@@ -307,8 +346,10 @@ static int send_standin_request(int sock, char **argv, const char *token)
     }
     if (d)
         closedir(d);
+    if (hold)
+        c->flags |= REQ_HOLD;
     pspawn_task_t t = { .argv = argv };
-    err = pspawn_send_standin(sock, c, &t, token);
+    err = pspawn_send_standin(sock, c, &t, token, hold);
     free(c);
     return err;
 }
@@ -336,13 +377,14 @@ int main(int argc, char **argv)
     char *tasks = getenv("PSPAWN_SHIM_LOCAL_TASKS") ? strdup(getenv("PSPAWN_SHIM_LOCAL_TASKS")) : NULL;
     const char *sigmode = getenv("PSPAWN_SHIM_SIGNALS");
     const char *proctrack = getenv("PSPAWN_SHIM_PROCTRACK");
+    char *mover = getenv("PSPAWN_SHIM_MOVER") ? strdup(getenv("PSPAWN_SHIM_MOVER")) : NULL;
     int relay = sigmode && !strcmp(sigmode, "yes");
     if (!sigmode || !strcmp(sigmode, "auto"))
         relay = proctrack && strstr(proctrack, "cgroup");
     /* The task sees the environment plain srun gives. */
     static const char *const ours[] = { "PSPAWN_SHIM_KEY", "PSPAWN_SHIM_TOKEN",
         "PSPAWN_SHIM_LOCAL_TASKS", "PSPAWN_SHIM_SIGNALS", "PSPAWN_SHIM_PROCTRACK",
-        "PSPAWN_SHIM_DEBUG", "PSPAWN_SHIM_ARGV0" };
+        "PSPAWN_SHIM_DEBUG", "PSPAWN_SHIM_ARGV0", "PSPAWN_SHIM_MOVER" };
     for (size_t i = 0; i < sizeof ours / sizeof ours[0]; i++)
         unsetenv(ours[i]);
 
@@ -368,15 +410,23 @@ int main(int argc, char **argv)
 
     if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
         exec_plain(path, targv, "no pipe");
-    if ((err = send_standin_request(sock, targv, token)))
+    struct pspawn_hold hold = { NULL, 0, -1 };
+    if ((err = send_standin_request(sock, targv, token, mover ? &hold : NULL)))
         exec_plain(path, targv, strerror(err));
     struct standin_reply r;
     ssize_t got = recv(sock, &r, sizeof r, 0);
     if (got != (ssize_t)sizeof r || r.magic != PSPAWN_MAGIC || r.kind != STANDIN_STARTED) {
+        pspawn_standin_go(&hold, 0);
         close(sock);
         exec_plain(path, targv, "zygote refused the task");
     }
     pid_t task = r.pid;
+    if (mover) {
+        /* The task waits, set up, before its first instruction. */
+        if ((err = move_task(mover, task, token)))
+            say("task %d stays in the zygote's cgroups: mover: %s", (int)task, strerror(err));
+        pspawn_standin_go(&hold, 1);
+    }
     say("task %d forked by the zygote (relay signals: %s)", (int)task, relay ? "yes" : "no");
 
     if (relay) {

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "pspawn_spank.h"
+#include "pspawn_cgroup.h"
 /* After spank.h, for the step ids and slurm_conf_t. */
 #include <slurm/slurm.h>
 
@@ -42,6 +43,7 @@ static struct {
     char token[2 * TOKEN_BYTES + 1];
     char local_tasks[16];
     char proctrack[64];             /* "" when unknown */
+    char mover[96];                 /* the mover's name, "" if none */
 } step;
 
 #define say(...)                                    \
@@ -174,6 +176,9 @@ int pspawn_stepd_user_init(spank_t sp)
     snprintf(step.key, sizeof step.key, "%u.%u.%u", (unsigned)uid, jobid, stepid);
     snprintf(step.local_tasks, sizeof step.local_tasks, "%u", local_tasks);
     read_proctrack(step.proctrack, sizeof step.proctrack);
+    snprintf(step.mover, sizeof step.mover, "pspawn-%s.mover", step.key);
+    if (pspawn_mover_start(uid, step.mover, step.token) < 0)
+        step.mover[0] = '\0';
     step.use = 1;
     say("pspawn: step %u.%u: %u task(s) through %s (signals=%s, proctrack %s)",
         jobid, stepid, local_tasks, pspawn_config.shim,
@@ -185,8 +190,13 @@ int pspawn_stepd_user_init(spank_t sp)
 static const char *const shim_vars[] = {
     "PSPAWN_SHIM_KEY", "PSPAWN_SHIM_TOKEN", "PSPAWN_SHIM_LOCAL_TASKS",
     "PSPAWN_SHIM_SIGNALS", "PSPAWN_SHIM_DEBUG", "PSPAWN_SHIM_PROCTRACK",
-    "PSPAWN_SHIM_ARGV0",
+    "PSPAWN_SHIM_ARGV0", "PSPAWN_SHIM_MOVER",
 };
+
+void pspawn_stepd_exit(void)
+{
+    pspawn_mover_stop();
+}
 
 /* Leave the task as plain srun would run it. */
 static void unset_shim_vars(spank_t sp)
@@ -204,6 +214,7 @@ static int set_shim_vars(spank_t sp)
         { "PSPAWN_SHIM_SIGNALS", pspawn_signals_name(pspawn_config.signals) },
         { "PSPAWN_SHIM_DEBUG", pspawn_config.debug ? "1" : "0" },
         { "PSPAWN_SHIM_PROCTRACK", step.proctrack },
+        { "PSPAWN_SHIM_MOVER", step.mover },
     };
     for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
         if (values[i][1][0] == '\0')

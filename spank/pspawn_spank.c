@@ -53,3 +53,13 @@ int slurm_spank_task_init(spank_t sp, int ac, char *av[])
         return 0;
     return pspawn_stepd_task_init(sp);
 }
+
+int slurm_spank_exit(spank_t sp, int ac, char *av[])
+{
+    (void)sp;
+    (void)ac;
+    (void)av;
+    if (spank_context() == S_CTX_REMOTE)
+        pspawn_stepd_exit();
+    return 0;
+}

@@ -34,5 +34,7 @@ int pspawn_option_given(void);
 /* pspawn_slurmstepd.c: in slurmstepd, as the callbacks of those names */
 int pspawn_stepd_user_init(spank_t sp);
 int pspawn_stepd_task_init(spank_t sp);
+/* slurm_spank_exit: stop the step's mover thread (pspawn_mover.c). */
+void pspawn_stepd_exit(void);
 
 #endif

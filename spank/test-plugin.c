@@ -12,6 +12,16 @@
 #include "config.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <linux/magic.h>
+#include <stddef.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <dlfcn.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -22,6 +32,8 @@
 #include <stdint.h>
 #include <slurm/spank.h>
 #include <slurm/slurm.h>
+
+#include "pspawn_cgroup.h"
 
 static int n_tests, n_failed;
 
@@ -248,7 +260,7 @@ spank_err_t spank_prepend_task_argv(spank_t sp, int argc, const char *argv[])
 /* ---- the plugin ---- */
 
 static void *plugin;
-static spank_f *p_init, *p_user_init, *p_task_init;
+static spank_f *p_init, *p_user_init, *p_task_init, *p_exit;
 
 static int load(void)
 {
@@ -260,7 +272,8 @@ static int load(void)
     p_init = (spank_f *)dlsym(plugin, "slurm_spank_init");
     p_user_init = (spank_f *)dlsym(plugin, "slurm_spank_user_init");
     p_task_init = (spank_f *)dlsym(plugin, "slurm_spank_task_init");
-    return p_init && p_user_init && p_task_init ? 0 : -1;
+    p_exit = (spank_f *)dlsym(plugin, "slurm_spank_exit");
+    return p_init && p_user_init && p_task_init && p_exit ? 0 : -1;
 }
 
 static void unload(void)
@@ -286,7 +299,7 @@ struct task {
     int shim;                   /* execve runs the shim */
     char argv0[256];            /* what execve runs */
     char user_argv[512];        /* the task's argv as the shim passes it on, joined by ' ' */
-    char key[64], token[64], local_tasks[16], signals[8], debug[4], proctrack[64];
+    char key[64], token[64], local_tasks[16], signals[8], debug[4], proctrack[64], mover[96];
     int n_pspawn_vars;
 };
 
@@ -390,6 +403,7 @@ static int run_step(const struct step *s, struct task *t, int ntasks_run, struct
         copy_var(tk->signals, sizeof tk->signals, "PSPAWN_SHIM_SIGNALS");
         copy_var(tk->debug, sizeof tk->debug, "PSPAWN_SHIM_DEBUG");
         copy_var(tk->proctrack, sizeof tk->proctrack, "PSPAWN_SHIM_PROCTRACK");
+        copy_var(tk->mover, sizeof tk->mover, "PSPAWN_SHIM_MOVER");
         tk->n_pspawn_vars = env_count_prefix("PSPAWN_");
 #ifdef HAVE_SPANK_PREPEND_TASK_ARGV
         for (int i = 0; host.task_argv[i]; i++)
@@ -402,6 +416,9 @@ static int run_step(const struct step *s, struct task *t, int ntasks_run, struct
     for (int i = 0; i < MAX_ENV; i++)
         free(saved_env[i]);
     env_clear();
+    /* As slurmstepd does: exit (the mover thread stops), then unload. */
+    if (p_exit(&sp, 0, NULL) != 0)
+        rc = -1;
     unload();
     return rc;
 }
@@ -417,6 +434,223 @@ static int is_hex32(const char *s)
 }
 
 #define SHIM "/bin/true"    /* any executable: the plugin checks X_OK */
+
+/* ---- the mover (as root only) ---- */
+
+struct mover_result {
+    int err, moved;
+    char cgroup[512];           /* the task's /proc/PID/cgroup afterwards */
+};
+
+static int write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    int rc = fputs(text, f) < 0 ? -1 : 0;
+    return fclose(f) == 0 ? rc : -1;
+}
+
+static int join_cgroup(const char *dir, pid_t pid)
+{
+    char path[PATH_MAX], buf[32];
+    snprintf(path, sizeof path, "%s/cgroup.procs", dir);
+    snprintf(buf, sizeof buf, "%d\n", (int)pid);
+    return write_file(path, buf);
+}
+
+/* Play a shim: a child of ours running as UID asks the mover NAME to move
+ * TASK (0: its own child, running as UID too) with TOKEN.  With SHIM_CG
+ * and TASK_CG, the shim and its task start in those cgroups. */
+static struct mover_result ask_mover(const char *name, uid_t uid, const char *token, pid_t task,
+                                     const char *shim_cg, const char *task_cg)
+{
+    struct mover_result res = { -1, -1, "" };
+    int rp[2];
+    if (pipe(rp) < 0)
+        return res;
+    pid_t shim = fork();
+    if (shim == 0) {
+        close(rp[0]);
+        if (geteuid() != 0 && seteuid(0) < 0)
+            _exit(1);
+        if (shim_cg)
+            join_cgroup(shim_cg, getpid());
+        int hold[2];
+        if (pipe(hold) < 0)
+            _exit(1);
+        pid_t t = fork();
+        if (t == 0) {
+            close(hold[1]);
+            if (task_cg)
+                join_cgroup(task_cg, getpid());
+            if (setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
+                _exit(1);
+            char c;
+            (void)!read(hold[0], &c, 1);     /* until the shim is done */
+            _exit(0);
+        }
+        close(hold[0]);
+        if (setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
+            _exit(1);
+        usleep(20000);  /* the task has joined its cgroup and changed its uid */
+        struct mover_result r = { -1, -1, "" };
+        struct sockaddr_un a = { .sun_family = AF_UNIX };
+        memcpy(a.sun_path + 1, name, strlen(name));
+        int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+        struct pspawn_mover_req q = { PSPAWN_MOVER_MAGIC, task ? task : t, { 0 } };
+        snprintf(q.token, sizeof q.token, "%s", token);
+        struct pspawn_mover_reply rep;
+        if (connect(fd, (struct sockaddr *)&a,
+                    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(name))) == 0 &&
+            send(fd, &q, sizeof q, 0) == (ssize_t)sizeof q &&
+            recv(fd, &rep, sizeof rep, 0) == (ssize_t)sizeof rep) {
+            r.err = rep.err;
+            r.moved = rep.moved;
+        }
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/cgroup", (int)t);
+        FILE *f = fopen(path, "r");
+        size_t got = f ? fread(r.cgroup, 1, sizeof r.cgroup - 1, f) : 0;
+        r.cgroup[got] = '\0';
+        if (f)
+            fclose(f);
+        (void)!write(rp[1], &r, sizeof r);
+        close(hold[1]);
+        waitpid(t, NULL, 0);
+        _exit(0);
+    }
+    close(rp[1]);
+    if (read(rp[0], &res, sizeof res) != (ssize_t)sizeof res)
+        res.err = -1;
+    close(rp[0]);
+    waitpid(shim, NULL, 0);
+    return res;
+}
+
+/* Where to make test cgroups: v1's cpuset hierarchy, or v2's. */
+static const char *cgroup_base(char *cpus, char *mems)
+{
+    struct statfs st;
+    cpus[0] = mems[0] = '\0';
+    if (statfs("/sys/fs/cgroup/cpuset", &st) == 0 && st.f_type == CGROUP_SUPER_MAGIC) {
+        FILE *f = fopen("/sys/fs/cgroup/cpuset/cpuset.cpus", "r");
+        if (f && fgets(cpus, 256, f)) {
+            fclose(f);
+            f = fopen("/sys/fs/cgroup/cpuset/cpuset.mems", "r");
+            if (f && fgets(mems, 256, f)) {
+                fclose(f);
+                return "/sys/fs/cgroup/cpuset";
+            }
+        }
+        if (f)
+            fclose(f);
+        return NULL;
+    }
+    if (statfs("/sys/fs/cgroup", &st) == 0 && st.f_type == CGROUP2_SUPER_MAGIC)
+        return "/sys/fs/cgroup";
+    return NULL;
+}
+
+static void test_mover(void)
+{
+    const uid_t user = 65534;
+    struct spank_handle sp = { 0 };
+    char *av[] = { "shim=" SHIM };
+    host.context = S_CTX_REMOTE;
+    host.uid = user;
+    host.jobid = 43;
+    host.stepid = 0;
+    host.local_tasks = 2;
+    host.fail_setenv = NULL;
+    env_clear();
+    host.argc = 1;
+    host.argv[0] = "app";
+    host.argv[1] = NULL;
+    if (load() < 0 || p_init(&sp, 1, av) != 0 || !host.option ||
+        host.option->cb(host.option->val, NULL, 1) != 0 || p_user_init(&sp, 0, NULL) != 0) {
+        ok(0, "mover: step set up");
+        return;
+    }
+    /* One task's task_init sets the shim's variables. */
+    char *app = host.argv[0];
+#ifdef HAVE_SPANK_PREPEND_TASK_ARGV
+    host.task_argc = 1;
+    host.task_argv[0] = strdup(app);
+    host.task_argv[1] = NULL;
+#endif
+    sp.in_task = 1;
+    int trc = p_task_init(&sp, 0, NULL);
+    sp.in_task = 0;
+#ifdef HAVE_SPANK_PREPEND_TASK_ARGV
+    for (int i = 0; host.task_argv[i]; i++)
+        free(host.task_argv[i]);
+#else
+    if (host.argv[0] != app)
+        free(host.argv[0]);
+#endif
+    ok(trc == 0, "mover: task_init");
+    const char *name = env_get("PSPAWN_SHIM_MOVER");
+    const char *token = env_get("PSPAWN_SHIM_TOKEN");
+    ok(name && token && strcmp(name, "pspawn-65534.43.0.mover") == 0,
+       "mover: named for the step (%s)", name ? name : "none");
+    if (!name || !token)
+        goto out;
+
+    struct mover_result r = ask_mover(name, user, token, 0, NULL, NULL);
+    ok(r.err == 0 && r.moved == 0,
+       "a shim whose task is in its own cgroups already: nothing moved (err %d, moved %d)",
+       r.err, r.moved);
+    r = ask_mover(name, user, "0123456789abcdef0123456789abcdef", 0, NULL, NULL);
+    ok(r.err == EPERM, "a wrong token is refused with EPERM (err %d)", r.err);
+    r = ask_mover(name, user, token, 1, NULL, NULL);
+    ok(r.err == EPERM, "moving a process that is not the step's (pid 1) is refused (err %d)",
+       r.err);
+    r = ask_mover(name, 0, token, 0, NULL, NULL);
+    ok(r.err == EPERM, "a shim of another uid (root) is refused (err %d)", r.err);
+
+    /* A real move: the shim in cgroup a, its task in b. */
+    char cpus[256], mems[256], dir[PATH_MAX], a[PATH_MAX + 8], b[PATH_MAX + 8];
+    const char *base = cgroup_base(cpus, mems);
+    snprintf(dir, sizeof dir, "%s/pspawn-test-%d", base ? base : "", (int)getpid());
+    snprintf(a, sizeof a, "%s/a", dir);
+    snprintf(b, sizeof b, "%s/b", dir);
+    if (!base || mkdir(dir, 0755) < 0 || mkdir(a, 0755) < 0 || mkdir(b, 0755) < 0) {
+        printf("# no writable cgroup hierarchy here (%s): the real move is not tested\n",
+               base ? strerror(errno) : "neither v1 cpuset nor v2");
+    } else {
+        char f[PATH_MAX + 32];
+        const char *subdirs[] = { dir, a, b };
+        for (int i = 0; cpus[0] && i < 3; i++) {
+            snprintf(f, sizeof f, "%s/cpuset.cpus", subdirs[i]);
+            write_file(f, cpus);
+            snprintf(f, sizeof f, "%s/cpuset.mems", subdirs[i]);
+            write_file(f, mems);
+        }
+        /* slurmstepd may have dropped its effective uid to the user's, in
+         * every thread, when the request comes: the mover takes root back. */
+        int dropped = seteuid(user) == 0;
+        r = ask_mover(name, user, token, 0, a, b);
+        if (dropped && seteuid(0) < 0)
+            printf("# seteuid(0): %s\n", strerror(errno));
+        char want[PATH_MAX + 32];
+        snprintf(want, sizeof want, ":/pspawn-test-%d/a\n", (int)getpid());
+        ok(r.err == 0 && r.moved == 1 && strstr(r.cgroup, want),
+           "with slurmstepd's euid dropped, the task is moved from b into its shim's cgroup a "
+           "(err %d, moved %d, %s)", r.err,
+           r.moved, strstr(r.cgroup, "pspawn-test") ? strstr(r.cgroup, "pspawn-test") : "?");
+        rmdir(a);
+        rmdir(b);
+        rmdir(dir);
+    }
+out:
+    ok(p_exit(&sp, 0, NULL) == 0, "exit stops the mover");
+    struct mover_result gone = ask_mover(name ? name : "x", user, token ? token : "", 0, NULL, NULL);
+    ok(gone.err == -1, "after exit nobody listens on the mover's name");
+    env_clear();
+    unload();
+}
+
 #define ARGV(...) { __VA_ARGS__, NULL }
 
 static void expect_plain(const char *what, const struct step *s)
@@ -506,11 +740,23 @@ int main(void)
        "PSPAWN_SHIM_SIGNALS=auto, PSPAWN_SHIM_DEBUG=0 (%s, %s)", t.signals, t.debug);
     ok(strcmp(t.proctrack, "proctrack/cgroup") == 0,
        "PSPAWN_SHIM_PROCTRACK from slurm_conf (%s)", t.proctrack);
+    /* The mover needs root (it takes back slurmstepd's saved uid 0). */
+    int mover = geteuid() == 0;
+    if (mover)
+        ok(strcmp(t.mover, "pspawn-1000.42.7.mover") == 0,
+           "as root: PSPAWN_SHIM_MOVER names the step's mover (%s)", t.mover);
+    else
+        ok(strcmp(t.mover, "-") == 0 && strstr(host.last_error, "zygote's cgroups"),
+           "not root: no mover, and the log says why (%s)", host.last_error);
 #ifdef HAVE_SPANK_PREPEND_TASK_ARGV
-    ok(t.n_pspawn_vars == 6, "6 PSPAWN_ variables, no PSPAWN_SHIM_ARGV0 (%d)", t.n_pspawn_vars);
+    ok(t.n_pspawn_vars == 6 + mover, "%d PSPAWN_ variables, no PSPAWN_SHIM_ARGV0 (%d)",
+       6 + mover, t.n_pspawn_vars);
 #else
-    ok(t.n_pspawn_vars == 7, "7 PSPAWN_ variables with PSPAWN_SHIM_ARGV0 (%d)", t.n_pspawn_vars);
+    ok(t.n_pspawn_vars == 7 + mover, "%d PSPAWN_ variables with PSPAWN_SHIM_ARGV0 (%d)",
+       7 + mover, t.n_pspawn_vars);
 #endif
+    if (mover)
+        test_mover();
 
     /* Tasks of one step share the token; another step draws its own. */
     struct step three = { .plugstack = "shim=" SHIM, .option_given = 1, .stepid = 8,

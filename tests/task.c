@@ -9,6 +9,8 @@
  *   task exit CODE             exit with CODE
  *   task raise SIGNUM          kill itself with signal SIGNUM
  *   task wait                  pause() until a signal ends it
+ *   task hold MB SECONDS       touch MB megabytes of fresh memory, then
+ *                              sleep SECONDS and exit 0 (accounting tests)
  *   task signals FILE          append "RANK ready" to FILE, then record
  *                              every SIGINT, SIGTERM, SIGHUP, SIGUSR1 and
  *                              SIGUSR2 received as "RANK SIGNAME"; exit 0
@@ -142,6 +144,17 @@ int main(int argc, char **argv)
         signal(atoi(argv[2]), SIG_DFL);
         raise(atoi(argv[2]));
         return 3;
+    }
+    if (strcmp(argv[1], "hold") == 0 && argc == 4) {
+        size_t mb = (size_t)atol(argv[2]);
+        char *p = malloc(mb << 20);
+        if (mb && !p)
+            return 1;
+        for (size_t i = 0; i < (mb << 20); i += 4096)
+            p[i] = 1;
+        sleep((unsigned)atoi(argv[3]));
+        free(p);
+        return 0;
     }
     if (strcmp(argv[1], "wait") == 0 && argc == 2) {
         pause();

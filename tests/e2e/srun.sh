@@ -47,6 +47,44 @@ same stdin "stdin reaches task 0 as with plain srun"
 both bind "-N2 -n4 --ntasks-per-node=2 --cpu-bind=cores grep Cpus_allowed_list /proc/self/status"
 same bind "--cpu-bind=cores: the same masks"
 
+# Each task in its own task_N cgroup, as slurmstepd puts a plain task:
+# the plugin's mover (slurmstepd, root) moves the zygote's fork there
+# before the task's first instruction.  (Under task/affinity and
+# proctrack/linuxproc there are no task cgroups: both sides agree.)
+both cg "-N2 -n6 -l cat /proc/self/cgroup"
+if grep -qE '/task_[0-9]+$' "$tmp/cg.plain"; then
+    n_task=$(grep -cE ':/.*/step_[0-9]+/task_[0-9]+$' "$tmp/cg.pspawn")
+    [ "$n_task" -ge 6 ] && [ "$(grep -oE 'task_[0-9]+$' "$tmp/cg.pspawn" | sort -u | wc -l)" -ge 3 ]
+    ok $? "--pspawn: tasks are in task_N cgroups, not all in the zygote's ($n_task lines)" ||
+        diag_file "$tmp/cg.pspawn" 12
+fi
+same cg "each task's cgroups (/proc/self/cgroup) equal plain srun's" "sed -E 's/job_[0-9]+/job_J/' | sort"
+
+# Accounting: sstat of a running step whose task 2 holds 200 MB and the
+# others 8 MB.  The step's figures (NTasks, the biggest RSS) are right with
+# any gatherer.  With jobacct_gather/cgroup each task's figures come from
+# its task_N cgroup, where the mover put it: sstat names the same task.
+gather=$(ax "scontrol show config" | awk '$1 == "JobAcctGatherType" { print $3 }')
+acct() {
+    ax "srun $1 -N1 -n4 -J acct$2 bash -c 'exec ./task hold \$([ \$SLURM_PROCID = 2 ] && echo 200 || echo 8) 8' &
+        for i in \$(seq 100); do j=\$(squeue -h -u alice -n acct$2 -t R -o %i); [ -n \"\$j\" ] && break; sleep 0.1; done
+        sleep 4; sstat -n -P -j \$j.0 --format=NTasks,MaxRSS,MaxRSSTask,MaxVMSizeTask; wait" >"$tmp/acct.$2" 2>&1
+}
+acct "" plain
+acct --pspawn pspawn
+IFS='|' read -r nt_plain rss_plain rsst_plain vmt_plain <"$tmp/acct.plain"
+IFS='|' read -r nt_pspawn rss_pspawn rsst_pspawn vmt_pspawn <"$tmp/acct.pspawn"
+kb() { case $1 in *K) echo "${1%K}" | cut -d. -f1 ;; *M) echo $(( ${1%M} * 1024 )) | cut -d. -f1 ;; *G) echo $(( ${1%G} * 1048576 )) ;; *) echo 0 ;; esac; }
+[ "$nt_plain" = 4 ] && [ "$nt_pspawn" = 4 ] && [ "$(kb "$rss_plain")" -ge 200000 ] && [ "$(kb "$rss_pspawn")" -ge 200000 ]
+ok $? "sstat ($gather): 4 tasks and MaxRSS >= 200 MB both ways ($nt_plain $rss_plain, $nt_pspawn $rss_pspawn)" ||
+    { diag_file "$tmp/acct.plain" 5; diag_file "$tmp/acct.pspawn" 5; }
+if [ "$gather" = jobacct_gather/cgroup ]; then
+    [ "$rsst_plain" = 2 ] && [ "$rsst_pspawn" = 2 ] && [ "$vmt_plain" = 2 ] && [ "$vmt_pspawn" = 2 ]
+    ok $? "sstat ($gather): the biggest task is task 2 both ways (MaxRSSTask $rsst_plain $rsst_pspawn, MaxVMSizeTask $vmt_plain $vmt_pspawn)"
+else
+    diag "sstat ($gather): MaxRSSTask plain $rsst_plain, --pspawn $rsst_pspawn (per-task figures follow the process tree: spank/README.md)"
+fi
+
 both mpi "--mpi=pmix -N3 -n6 ./mpi"
 [ $rc_plain = 0 ] && [ $rc_pspawn = 0 ] && [ "$(grep -c 'sum 15' "$tmp/mpi.pspawn")" = 6 ]
 ok $? "MPI hello + allreduce over 3 nodes with --mpi=pmix ($rc_plain, $rc_pspawn)" ||

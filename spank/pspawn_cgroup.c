@@ -1,0 +1,122 @@
+/*
+ * Which cgroup.procs files move a process into another one's cgroups
+ * (see pspawn_cgroup.h).  Pure text work, unit-tested in test-cgroup.c.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "pspawn_cgroup.h"
+
+struct hier {
+    char id[16];            /* hierarchy id ("0" for v2) */
+    char ctl[256];          /* controllers, "name=X", or "" for v2 */
+    char path[PATH_MAX];
+};
+
+/* Parse /proc/PID/cgroup text.  Returns the count, or -1. */
+static int parse_cgroup(const char *text, struct hier *h)
+{
+    int n = 0;
+    for (const char *line = text; line && *line;) {
+        const char *end = strchrnul(line, '\n');
+        const char *c1 = memchr(line, ':', (size_t)(end - line));
+        const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(end - c1 - 1)) : NULL;
+        if (end > line) {
+            if (!c2 || n == PSPAWN_CG_MAX || c1 - line >= (long)sizeof h[n].id ||
+                c2 - c1 - 1 >= (long)sizeof h[n].ctl || end - c2 - 1 >= PATH_MAX || c2[1] != '/')
+                return -1;
+            snprintf(h[n].id, sizeof h[n].id, "%.*s", (int)(c1 - line), line);
+            snprintf(h[n].ctl, sizeof h[n].ctl, "%.*s", (int)(c2 - c1 - 1), c1 + 1);
+            snprintf(h[n].path, sizeof h[n].path, "%.*s", (int)(end - c2 - 1), c2 + 1);
+            n++;
+        }
+        line = *end ? end + 1 : end;
+    }
+    return n;
+}
+
+/* Whether the comma-separated list SET holds every item of WANT. */
+static int has_all(const char *set, const char *want)
+{
+    for (const char *w = want; *w;) {
+        size_t len = strcspn(w, ",");
+        int found = 0;
+        for (const char *s = set; *s && !found;) {
+            size_t sl = strcspn(s, ",");
+            found = sl == len && strncmp(s, w, len) == 0;
+            s += sl + (s[sl] == ',');
+        }
+        if (!found)
+            return 0;
+        w += len + (w[len] == ',');
+    }
+    return 1;
+}
+
+/* The mount of hierarchy H in MOUNTINFO: its mount point and root.
+ * Returns 0 if found. */
+static int find_mount(const char *mountinfo, const struct hier *h, char *point, char *root)
+{
+    int v2 = h->ctl[0] == '\0';
+    for (const char *line = mountinfo; line && *line;) {
+        const char *end = strchrnul(line, '\n');
+        char buf[4096];
+        snprintf(buf, sizeof buf, "%.*s", (int)(end - line), line);
+        line = *end ? end + 1 : end;
+        /* id parent maj:min root point opts [optional...] - type source superopts */
+        char mroot[PATH_MAX], mpoint[PATH_MAX];
+        if (sscanf(buf, "%*s %*s %*s %4095s %4095s", mroot, mpoint) != 2)
+            continue;
+        const char *dash = strstr(buf, " - ");
+        if (!dash)
+            continue;
+        char type[64], source[256], super[1024];
+        if (sscanf(dash + 3, "%63s %255s %1023s", type, source, super) != 3)
+            continue;
+        if (v2 ? strcmp(type, "cgroup2") != 0
+               : strcmp(type, "cgroup") != 0 || !has_all(super, h->ctl))
+            continue;
+        strcpy(point, mpoint);
+        strcpy(root, mroot);
+        return 0;
+    }
+    return -1;
+}
+
+int pspawn_cg_moves(const char *to, const char *from, const char *mountinfo,
+                    char paths[][PATH_MAX])
+{
+    static struct hier t[PSPAWN_CG_MAX], f[PSPAWN_CG_MAX];
+    int nt = parse_cgroup(to, t), nf = parse_cgroup(from, f);
+    if (nt < 0 || nf < 0)
+        return -1;
+    int n = 0;
+    for (int i = 0; i < nt; i++) {
+        const struct hier *src = NULL;
+        for (int j = 0; j < nf && !src; j++)
+            if (strcmp(t[i].id, f[j].id) == 0 && strcmp(t[i].ctl, f[j].ctl) == 0)
+                src = &f[j];
+        if (src && strcmp(src->path, t[i].path) == 0)
+            continue;   /* already there */
+        char point[PATH_MAX], root[PATH_MAX];
+        if (find_mount(mountinfo, &t[i], point, root) < 0)
+            continue;   /* not mounted here: nothing anybody can move */
+        const char *rel = t[i].path;
+        size_t rl = strlen(root);
+        if (strcmp(root, "/") != 0) {
+            if (strncmp(rel, root, rl) != 0 || (rel[rl] != '/' && rel[rl] != '\0'))
+                continue;   /* outside what is mounted */
+            rel += rl;
+        }
+        if (strstr(rel, "/../") || strcmp(rel, "/..") == 0)
+            continue;
+        int len = snprintf(paths[n], PATH_MAX, "%s%s%scgroup.procs", point,
+                           strcmp(rel, "/") == 0 ? "" : rel, "/");
+        if (len >= PATH_MAX)
+            continue;
+        n++;
+    }
+    return n;
+}

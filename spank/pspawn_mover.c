@@ -1,0 +1,305 @@
+/*
+ * The step's mover thread in slurmstepd (see pspawn_cgroup.h).
+ *
+ * slurmstepd drops its effective ids to the user's around some calls
+ * (glibc applies seteuid to every thread, ours included) and keeps 0 as
+ * its real and saved ids.  The thread takes root back for itself, with
+ * the raw system calls that change only the calling thread, before it
+ * listens (the socket's peer credentials are those of the listen: the
+ * shims check them) and before every move.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "pspawn_spank.h"
+#include "pspawn_cgroup.h"
+
+static struct {
+    pthread_t thread;
+    int running;
+    int lfd;
+    int stop[2];            /* written by pspawn_mover_stop */
+    int ready[2];           /* the thread's first result, for start */
+    uid_t uid;
+    char name[108];
+    char token[PSPAWN_MOVER_TOKEN];
+} mv = { .lfd = -1, .stop = { -1, -1 }, .ready = { -1, -1 } };
+
+static int become_root(void)
+{
+    if (geteuid() == 0)
+        return 0;
+    if (syscall(SYS_setresuid, -1, 0, -1) < 0 || syscall(SYS_setresgid, -1, 0, -1) < 0)
+        return -1;
+    return 0;
+}
+
+/* The whole of a small /proc file, NUL-terminated; NULL on error. */
+static char *read_text(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    for (;;) {
+        if (!buf)
+            break;
+        if (len + 1 >= cap) {
+            char *nb = realloc(buf, cap *= 2);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+        }
+        ssize_t n = read(fd, buf + len, cap - len - 1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            if (n < 0) {
+                free(buf);
+                buf = NULL;
+            }
+            break;
+        }
+        len += (size_t)n;
+    }
+    close(fd);
+    if (buf)
+        buf[len] = '\0';
+    return buf;
+}
+
+static char *read_proc(pid_t pid, const char *what)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, what);
+    return read_text(path);
+}
+
+/* PID's parent, and its real uid in *UID; -1 if gone. */
+static pid_t parent_of(pid_t pid, uid_t *uid)
+{
+    char *stat = read_proc(pid, "stat"), *status = read_proc(pid, "status");
+    pid_t ppid = -1;
+    const char *paren = stat ? strrchr(stat, ')') : NULL;
+    const char *u = status ? strstr(status, "\nUid:") : NULL;
+    unsigned long r;
+    int p;
+    if (paren && u && sscanf(paren, ") %*c %d", &p) == 1 && sscanf(u, "\nUid: %lu", &r) == 1) {
+        ppid = p;
+        *uid = (uid_t)r;
+    }
+    free(stat);
+    free(status);
+    return ppid;
+}
+
+/* Whether PID runs as the step's user and descends from this slurmstepd. */
+static int ours(pid_t pid)
+{
+    uid_t uid;
+    if (pid <= 1 || parent_of(pid, &uid) < 0 || uid != mv.uid)
+        return 0;
+    pid_t p = pid;
+    for (int depth = 0; depth < 16 && p > 1; depth++) {
+        uid_t u;
+        p = parent_of(p, &u);
+        if (p == getpid())
+            return 1;
+    }
+    return 0;
+}
+
+static int write_pid(const char *file, pid_t pid)
+{
+    char buf[32];
+    int len = snprintf(buf, sizeof buf, "%d\n", (int)pid);
+    int fd = open(file, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno;
+    int err = write(fd, buf, (size_t)len) == len ? 0 : errno;
+    close(fd);
+    return err;
+}
+
+/* Put PID into the cgroups of SHIM.  Returns 0 or an errno; *MOVED. */
+static int move(pid_t shim, pid_t pid, int *moved)
+{
+    *moved = 0;
+    char *to = read_proc(shim, "cgroup"), *from = read_proc(pid, "cgroup");
+    char *mounts = read_text("/proc/self/mountinfo");
+    static char paths[PSPAWN_CG_MAX][PATH_MAX];
+    int n = to && from && mounts ? pspawn_cg_moves(to, from, mounts, paths) : -1;
+    free(to);
+    free(from);
+    free(mounts);
+    if (n < 0)
+        return ESRCH;
+    int err = 0;
+    for (int i = 0; i < n; i++) {
+        int e = write_pid(paths[i], pid);
+        if ((e == EACCES || e == EPERM) && become_root() == 0)
+            e = write_pid(paths[i], pid);
+        if (e) {
+            slurm_error("pspawn: moving task %d into %s: %s", (int)pid, paths[i], strerror(e));
+            err = e;
+        } else {
+            (*moved)++;
+        }
+    }
+    return err;
+}
+
+static int tokens_equal(const char *a, const char *b)
+{
+    unsigned char d = 0;
+    for (size_t i = 0; i < PSPAWN_MOVER_TOKEN; i++)
+        d |= (unsigned char)(a[i] ^ b[i]);
+    return d == 0;
+}
+
+/* One shim's connection: one request, one reply. */
+static void serve(int fd)
+{
+    struct ucred peer;
+    socklen_t plen = sizeof peer;
+    struct pspawn_mover_reply r = { PSPAWN_MOVER_MAGIC, 0, 0 };
+    struct pspawn_mover_req q;
+    struct pollfd p = { fd, POLLIN, 0 };
+    uid_t u;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &plen) < 0 || peer.uid != mv.uid ||
+        parent_of(peer.pid, &u) != getpid()) {
+        r.err = EPERM;
+    } else if (poll(&p, 1, 10000) != 1 || recv(fd, &q, sizeof q, 0) != (ssize_t)sizeof q ||
+               q.magic != PSPAWN_MOVER_MAGIC) {
+        r.err = EPROTO;
+    } else if (!tokens_equal(q.token, mv.token) || !ours(q.pid)) {
+        r.err = EPERM;
+    } else {
+        int moved;
+        r.err = move(peer.pid, q.pid, &moved);
+        r.moved = moved;
+    }
+    if (r.err == EPERM)
+        slurm_error("pspawn: mover: refused a request from pid %d uid %d", (int)peer.pid,
+                    (int)peer.uid);
+    send(fd, &r, sizeof r, MSG_NOSIGNAL);
+}
+
+static int listen_name(const char *name)
+{
+    struct sockaddr_un a = { .sun_family = AF_UNIX };
+    size_t len = strlen(name);
+    if (len + 1 >= sizeof a.sun_path) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(a.sun_path + 1, name, len);
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    if (bind(fd, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len)) < 0 ||
+        listen(fd, 128) < 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
+static void *mover_main(void *arg)
+{
+    (void)arg;
+    int err = become_root() < 0 ? errno : 0;
+    if (!err && (mv.lfd = listen_name(mv.name)) < 0)
+        err = errno;
+    while (write(mv.ready[1], &err, sizeof err) < 0 && errno == EINTR)
+        ;
+    if (err)
+        return NULL;
+    for (;;) {
+        struct pollfd p[2] = { { mv.lfd, POLLIN, 0 }, { mv.stop[0], POLLIN, 0 } };
+        if (poll(p, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        if (p[1].revents)
+            break;
+        if (p[0].revents & POLLIN) {
+            int fd = accept4(mv.lfd, NULL, NULL, SOCK_CLOEXEC);
+            if (fd >= 0) {
+                serve(fd);
+                close(fd);
+            }
+        }
+    }
+    close(mv.lfd);
+    mv.lfd = -1;
+    return NULL;
+}
+
+int pspawn_mover_start(uid_t uid, const char *name, const char *token)
+{
+    if (mv.running)
+        return 0;
+    mv.uid = uid;
+    snprintf(mv.name, sizeof mv.name, "%s", name);
+    memset(mv.token, 0, sizeof mv.token);
+    snprintf(mv.token, sizeof mv.token, "%s", token);
+    if (pipe2(mv.stop, O_CLOEXEC) < 0 || pipe2(mv.ready, O_CLOEXEC) < 0) {
+        slurm_error("pspawn: mover: pipe: %s; tasks stay in the zygote's cgroups", strerror(errno));
+        return -1;
+    }
+    int err = pthread_create(&mv.thread, NULL, mover_main, NULL);
+    if (err) {
+        slurm_error("pspawn: mover: pthread_create: %s; tasks stay in the zygote's cgroups",
+                    strerror(err));
+        return -1;
+    }
+    mv.running = 1;
+    int terr = -1;
+    while (read(mv.ready[0], &terr, sizeof terr) < 0 && errno == EINTR)
+        ;
+    if (terr) {
+        slurm_error("pspawn: mover: listening on @%s: %s; tasks stay in the zygote's cgroups",
+                    name, strerror(terr));
+        pspawn_mover_stop();
+        return -1;
+    }
+    return 0;
+}
+
+void pspawn_mover_stop(void)
+{
+    if (mv.running) {
+        char c = 1;
+        while (write(mv.stop[1], &c, 1) < 0 && errno == EINTR)
+            ;
+        pthread_join(mv.thread, NULL);
+        mv.running = 0;
+    }
+    for (int i = 0; i < 2; i++) {
+        if (mv.stop[i] >= 0)
+            close(mv.stop[i]);
+        if (mv.ready[i] >= 0)
+            close(mv.ready[i]);
+        mv.stop[i] = mv.ready[i] = -1;
+    }
+}
