@@ -542,8 +542,18 @@ static int parse_request(const char *base, size_t size, int *fds, int nfds, cons
     return 0;
 }
 
+/* Let go of a request's memfd mapping and passed fds. */
+static void drop_request(void *base, size_t size, int *fds, int nfds)
+{
+    for (int i = 0; i < nfds; i++)
+        close(fds[i]);
+    munmap(base, size);
+}
+
 /* Direct mode: clone the request's tasks as the launcher's children.
- * Returns 1 in a task (with *ts filled), 0 in the zygote. */
+ * Returns 1 in a task (with *ts filled), 0 in the zygote, which has let go
+ * of the request before it reports it done: once the launcher has every
+ * request done, the zygote holds none of their fds. */
 static int serve_request(const char *base, size_t size, uint32_t id, int *fds, int nfds,
                          struct task_start *ts)
 {
@@ -553,10 +563,12 @@ static int serve_request(const char *base, size_t size, uint32_t id, int *fds, i
     const int chan[2] = { P.report, P.sock };
     int refusal = parse_request(base, size, fds, nfds, chan, &tmpl, &detail);
     if (refusal) {
+        drop_request((void *)base, size, fds, nfds);
         report(P.report, id, PSPAWN_REPORT_DONE, detail, refusal);
         return 0;
     }
-    for (uint32_t i = 0; i < w->ntasks; i++) {
+    uint32_t ntasks = w->ntasks;
+    for (uint32_t i = 0; i < ntasks; i++) {
         pid_t pid = clone_task(CLONE_PARENT);
         if (pid == 0) {
             *ts = task_main(base, size, id, i, &tmpl, nfds, 0);
@@ -565,7 +577,8 @@ static int serve_request(const char *base, size_t size, uint32_t id, int *fds, i
         if (pid < 0)
             report(P.report, id, i, -1, errno);
     }
-    report(P.report, id, PSPAWN_REPORT_DONE, (int32_t)w->ntasks, 0);
+    drop_request((void *)base, size, fds, nfds);
+    report(P.report, id, PSPAWN_REPORT_DONE, (int32_t)ntasks, 0);
     return 0;
 }
 
@@ -625,9 +638,6 @@ static struct task_start serve(void)
         struct task_start ts;
         if (serve_request(base, msg.size, msg.id, fds + 1, nfds - 1, &ts))
             return ts;
-        for (int i = 1; i < nfds; i++)
-            close(fds[i]);
-        munmap(base, msg.size);
     }
 }
 

@@ -303,8 +303,9 @@ static int move_task(const char *mover, pid_t task, const char *token)
         err = errno;
     else if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &plen) < 0 || peer.uid != 0)
         err = EPERM;    /* only slurmstepd, as root, may hear our token */
-    else if (send(fd, &q, sizeof q, MSG_NOSIGNAL) != (ssize_t)sizeof q)
-        err = errno;
+    else if (send(fd, &q, sizeof q, MSG_NOSIGNAL) != (ssize_t)sizeof q &&
+             errno != EPIPE && errno != ECONNRESET)
+        err = errno;    /* (after those, the mover's refusal is still to read) */
     else if (poll(&p, 1, 30000) != 1 || recv(fd, &r, sizeof r, 0) != (ssize_t)sizeof r ||
              r.magic != PSPAWN_MOVER_MAGIC)
         err = ETIMEDOUT;

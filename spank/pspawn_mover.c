@@ -182,10 +182,13 @@ static void serve(int fd)
     struct pspawn_mover_req q;
     struct pollfd p = { fd, POLLIN, 0 };
     uid_t u;
+    /* Others are answered at once, without waiting for their request
+     * (their send may then fail; the reply is still theirs to read). */
+    int got = 0;
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &plen) < 0 || peer.uid != mv.uid ||
         parent_of(peer.pid, &u) != getpid()) {
         r.err = EPERM;
-    } else if (poll(&p, 1, 10000) != 1 || recv(fd, &q, sizeof q, 0) != (ssize_t)sizeof q ||
+    } else if (!(got = poll(&p, 1, 10000) == 1 && recv(fd, &q, sizeof q, 0) == (ssize_t)sizeof q) ||
                q.magic != PSPAWN_MOVER_MAGIC) {
         r.err = EPROTO;
     } else if (!tokens_equal(q.token, mv.token) || !ours(q.pid)) {
@@ -199,6 +202,14 @@ static void serve(int fd)
         slurm_error("pspawn: mover: refused a request from pid %d uid %d", (int)peer.pid,
                     (int)peer.uid);
     send(fd, &r, sizeof r, MSG_NOSIGNAL);
+    if (r.err == EPERM && !got) {
+        /* A request still unread when we close would make the sender's
+         * socket report ECONNRESET instead of our reply: take it (briefly
+         * waiting for it) first. */
+        shutdown(fd, SHUT_WR);
+        if (poll(&p, 1, 200) == 1)
+            recv(fd, &q, sizeof q, MSG_DONTWAIT);
+    }
 }
 
 static int listen_name(const char *name)

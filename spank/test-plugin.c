@@ -501,9 +501,11 @@ static struct mover_result ask_mover(const char *name, uid_t uid, const char *to
         struct pspawn_mover_req q = { PSPAWN_MOVER_MAGIC, task ? task : t, { 0 } };
         snprintf(q.token, sizeof q.token, "%s", token);
         struct pspawn_mover_reply rep;
+        /* A refusal may come before our send, which then fails: read it. */
         if (connect(fd, (struct sockaddr *)&a,
                     (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(name))) == 0 &&
-            send(fd, &q, sizeof q, 0) == (ssize_t)sizeof q &&
+            (send(fd, &q, sizeof q, MSG_NOSIGNAL) == (ssize_t)sizeof q || errno == EPIPE ||
+             errno == ECONNRESET) &&
             recv(fd, &rep, sizeof rep, 0) == (ssize_t)sizeof rep) {
             r.err = rep.err;
             r.moved = rep.moved;
