@@ -52,9 +52,35 @@ fi
 mkdir -p /var/log/slurm /var/lib/slurm/slurmctld /var/lib/slurm/slurmd
 chown slurm:slurm /var/log/slurm /var/lib/slurm /var/lib/slurm/slurmctld
 
+# Accounting on the controller: MariaDB, its slurm user, slurmdbd, and the
+# cluster, account and users in it (sacct needs them; nothing is enforced).
+start_accounting() {
+    mkdir -p /run/mysqld && chown mysql:mysql /run/mysqld
+    if [ ! -d /var/lib/mysql/mysql ]; then
+        mariadb-install-db --user=mysql --skip-test-db >/dev/null 2>&1 ||
+            { say "mariadb-install-db failed"; return 1; }
+    fi
+    runuser -u mysql -- /usr/sbin/mariadbd --skip-networking --socket=/run/mysqld/mysqld.sock \
+        >/var/log/slurm/mariadb.log 2>&1 &
+    for _ in $(seq 100); do mariadb -e 'select 1' >/dev/null 2>&1 && break; sleep 0.2; done
+    pass=$(awk -F= '$1 == "StoragePass" { print $2 }' /etc/slurm/slurmdbd.conf)
+    mariadb -e "CREATE USER IF NOT EXISTS 'slurm'@'localhost' IDENTIFIED BY '$pass';
+                GRANT ALL ON slurm_acct_db.* TO 'slurm'@'localhost';" ||
+        { say "MariaDB did not start (see /var/log/slurm/mariadb.log)"; return 1; }
+    /usr/sbin/slurmdbd || { say "slurmdbd did not start"; return 1; }
+    for _ in $(seq 100); do sacctmgr -n list cluster >/dev/null 2>&1 && break; sleep 0.2; done
+    sacctmgr -i add cluster pspawn >/dev/null 2>&1
+    sacctmgr -i add account test Description=tests Organization=pspawn >/dev/null 2>&1
+    sacctmgr -i add user alice,bob Account=test >/dev/null 2>&1
+    sacctmgr -n -P list user alice | grep -q '^alice' ||
+        { say "slurmdbd: alice is not in the accounting database"; return 1; }
+    say "slurmdbd up (MariaDB, cluster pspawn, account test: alice, bob)"
+}
+
 case $role in
 slurmctld)
-    say "starting slurmctld ($proctrack, $taskplugin)"
+    start_accounting || exit 1
+    say "starting slurmctld ($proctrack, $taskplugin, $jobacct)"
     exec /usr/sbin/slurmctld -D -i
     ;;
 slurmd)

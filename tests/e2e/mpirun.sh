@@ -96,6 +96,26 @@ for where in salloc hosts; do
     nothing_left "$where: no rank, zygote or prted is left on the nodes"
 done
 
+# The zygote lost: killed at once (before it parks: the component forks
+# and execs every rank as the default does) or 3 ms after its constructors
+# ran (while the ranks are being forked: those not forked yet are exec'd).
+# Either way every rank runs once, and the job is the default's.
+for delay in 0 3000; do
+    on c1 "rm -f /tmp/mpix-die"; on c2 "rm -f /tmp/mpix-die"
+    ax "mpirun --host c1:4,c2:4 --mca odls pspawn -x MPIX_ZYGOTE_DIE=/tmp/mpix-die:$delay -n 8 --bind-to none ./mpix hello" \
+        >"$tmp/lost$delay.pspawn" 2>&1
+    rc=$?
+    cp "$tmp/hello-hosts.default" "$tmp/lost$delay.default"
+    armed=$(( $(on c1 "test -e /tmp/mpix-die && echo 1 || echo 0") + $(on c2 "test -e /tmp/mpix-die && echo 1 || echo 0") ))
+    f=$(count lost$delay.pspawn ' forked 1$')
+    [ $rc = 0 ] && [ "$armed" = 2 ] && [ "$(count lost$delay.pspawn '^hello .* sum 28 ring 36 .*')" = 8 ] &&
+        { [ $delay != 0 ] || [ "$f" = 0 ]; }
+    ok $? "zygote killed ${delay} us after its constructors on both nodes ($armed): all 8 ranks ran once, exit $rc ($f forked, the rest exec'd)" ||
+        diag_file "$tmp/lost$delay.pspawn" 12
+    msame lost$delay "zygote killed ${delay} us after its constructors: every rank's line is the default's"
+    nothing_left "zygote killed ${delay} us after its constructors: nothing is left on the nodes"
+done
+
 # Binding: 2 ranks per node (the nodes have 2 cores), bound to cores.
 mboth bind salloc "-n 4 --map-by ppr:2:node --bind-to core --report-bindings ./mpix hello"
 [ $rc_default = 0 ] && [ $rc_pspawn = 0 ] && grep -q 'bound to' "$tmp/bind.pspawn"

@@ -11,10 +11,19 @@
  *   mpix sleep S  every rank sleeps S seconds after MPI_Init
  *   mpix stdin    rank 0 prints the lines it reads on stdin
  *   mpix init     prints CLOCK_REALTIME once MPI_Init returned (benchmark)
+ *
+ * MPIX_ZYGOTE_DIE=FILE:USEC (only with --mca odls pspawn): the first
+ * process of the node to create FILE, which is the zygote (it runs the
+ * constructors before any rank is forked from it; ranks exec'd later find
+ * FILE there), is killed USEC microseconds later (0: at once, before it
+ * parks).  The component must start every rank anyway.
  */
 #define _GNU_SOURCE
 #include <mpi.h>
+#include <fcntl.h>
 #include <libgen.h>
+#include <signal.h>
+#include <sys/time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +35,22 @@ static pid_t ctor_pid;
 __attribute__((constructor)) static void record(void)
 {
     ctor_pid = getpid();
+    const char *die = getenv("MPIX_ZYGOTE_DIE");
+    const char *colon = die ? strrchr(die, ':') : NULL;
+    if (!colon)
+        return;
+    char file[256];
+    snprintf(file, sizeof file, "%.*s", (int)(colon - die), die);
+    int fd = open(file, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return;
+    close(fd);
+    long usec = atol(colon + 1);
+    if (usec <= 0)
+        kill(getpid(), SIGKILL);
+    /* A timer is not inherited by forks: only this process dies. */
+    struct itimerval it = { { 0, 0 }, { usec / 1000000, usec % 1000000 } };
+    setitimer(ITIMER_REAL, &it, NULL);
 }
 
 static void cpus(char *out, size_t len)

@@ -85,6 +85,34 @@ else
     diag "sstat ($gather): MaxRSSTask plain $rsst_plain, --pspawn $rsst_pspawn (per-task figures follow the process tree: spank/README.md)"
 fi
 
+# sacct (slurmdbd on the controller): one job, a plain step then a --pspawn
+# step of the same command; the records slurmdbd keeps for them agree.
+ax "cat > acct.sbatch" <<'SBATCH'
+#!/bin/bash
+#SBATCH -N1 -n4 -o /dev/null
+hold='exec ./task hold $([ $SLURM_PROCID = 2 ] && echo 200 || echo 8) 3'
+srun bash -c "$hold"
+srun --pspawn bash -c "$hold"
+SBATCH
+jid=$(ax "sbatch --parsable acct.sbatch")
+for _ in $(seq 150); do
+    [ "$(ax "sacct -n -P -j $jid.0,$jid.1 --format=State" | grep -c COMPLETED)" = 2 ] && break
+    sleep 0.4
+done
+ax "sacct -n -P -j $jid.0 --format=NTasks,MaxRSS,MaxRSSTask,MaxVMSizeTask,State,ExitCode,TotalCPU" >"$tmp/sacct.plain"
+ax "sacct -n -P -j $jid.1 --format=NTasks,MaxRSS,MaxRSSTask,MaxVMSizeTask,State,ExitCode,TotalCPU" >"$tmp/sacct.pspawn"
+diag "sacct NTasks|MaxRSS|MaxRSSTask|MaxVMSizeTask|State|ExitCode|TotalCPU: plain $(cat "$tmp/sacct.plain"), --pspawn $(cat "$tmp/sacct.pspawn")"
+IFS='|' read -r nt_plain rss_plain rsst_plain vmt_plain st_plain ec_plain _ <"$tmp/sacct.plain"
+IFS='|' read -r nt_pspawn rss_pspawn rsst_pspawn vmt_pspawn st_pspawn ec_pspawn _ <"$tmp/sacct.pspawn"
+[ "$nt_plain" = 4 ] && [ "$nt_pspawn" = 4 ] && [ "$st_plain" = COMPLETED ] && [ "$st_pspawn" = COMPLETED ] &&
+    [ "$ec_plain" = 0:0 ] && [ "$ec_pspawn" = 0:0 ] &&
+    [ "$(kb "$rss_plain")" -ge 200000 ] && [ "$(kb "$rss_pspawn")" -ge 200000 ]
+ok $? "sacct ($gather): both steps recorded with 4 tasks, COMPLETED 0:0, MaxRSS >= 200 MB ($rss_plain, $rss_pspawn)"
+if [ "$gather" = jobacct_gather/cgroup ]; then
+    [ "$rsst_plain" = 2 ] && [ "$rsst_pspawn" = 2 ] && [ "$vmt_plain" = 2 ] && [ "$vmt_pspawn" = 2 ]
+    ok $? "sacct ($gather): the biggest task is task 2 in both records ($rsst_plain $rsst_pspawn, $vmt_plain $vmt_pspawn)"
+fi
+
 both mpi "--mpi=pmix -N3 -n6 ./mpi"
 [ $rc_plain = 0 ] && [ $rc_pspawn = 0 ] && [ "$(grep -c 'sum 15' "$tmp/mpi.pspawn")" = 6 ]
 ok $? "MPI hello + allreduce over 3 nodes with --mpi=pmix ($rc_plain, $rc_pspawn)" ||
