@@ -74,7 +74,9 @@ acct "" plain
 acct --pspawn pspawn
 IFS='|' read -r nt_plain rss_plain rsst_plain vmt_plain <"$tmp/acct.plain"
 IFS='|' read -r nt_pspawn rss_pspawn rsst_pspawn vmt_pspawn <"$tmp/acct.pspawn"
-kb() { case $1 in *K) echo "${1%K}" | cut -d. -f1 ;; *M) echo $(( ${1%M} * 1024 )) | cut -d. -f1 ;; *G) echo $(( ${1%G} * 1048576 )) ;; *) echo 0 ;; esac; }
+# kb SIZE: sstat's and sacct's 205496K, 232.50M or 1.2G in whole kB.
+kb() { awk -v s="$1" 'BEGIN { u = substr(s, length(s)); v = substr(s, 1, length(s) - 1) + 0
+    m = u == "K" ? 1 : u == "M" ? 1024 : u == "G" ? 1048576 : 0; printf "%d\n", v * m }'; }
 [ "$nt_plain" = 4 ] && [ "$nt_pspawn" = 4 ] && [ "$(kb "$rss_plain")" -ge 200000 ] && [ "$(kb "$rss_pspawn")" -ge 200000 ]
 ok $? "sstat ($gather): 4 tasks and MaxRSS >= 200 MB both ways ($nt_plain $rss_plain, $nt_pspawn $rss_pspawn)" ||
     { diag_file "$tmp/acct.plain" 5; diag_file "$tmp/acct.pspawn" 5; }
