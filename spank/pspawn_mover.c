@@ -173,6 +173,14 @@ static int tokens_equal(const char *a, const char *b)
     return d == 0;
 }
 
+/* Whether FD has a request within 10 s; not when the mover is asked to
+ * stop meanwhile (slurmstepd is ending the step). */
+static int request_ready(int fd)
+{
+    struct pollfd p[2] = { { fd, POLLIN, 0 }, { mv.stop[0], POLLIN, 0 } };
+    return poll(p, 2, 10000) > 0 && !p[1].revents && (p[0].revents & POLLIN);
+}
+
 /* One shim's connection: one request, one reply. */
 static void serve(int fd)
 {
@@ -188,7 +196,7 @@ static void serve(int fd)
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &plen) < 0 || peer.uid != mv.uid ||
         parent_of(peer.pid, &u) != getpid()) {
         r.err = EPERM;
-    } else if (!(got = poll(&p, 1, 10000) == 1 && recv(fd, &q, sizeof q, 0) == (ssize_t)sizeof q) ||
+    } else if (!(got = request_ready(fd) && recv(fd, &q, sizeof q, 0) == (ssize_t)sizeof q) ||
                q.magic != PSPAWN_MOVER_MAGIC) {
         r.err = EPROTO;
     } else if (!tokens_equal(q.token, mv.token) || !ours(q.pid)) {

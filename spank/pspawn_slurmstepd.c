@@ -36,6 +36,9 @@
 
 #define TOKEN_BYTES 16
 
+/* slurmstepd's pid, from slurm_spank_init. */
+pid_t pspawn_stepd_pid;
+
 /* What slurm_spank_user_init decided, inherited by each task's child. */
 static struct {
     int use;                        /* exec the shim for every task */
@@ -177,8 +180,15 @@ int pspawn_stepd_user_init(spank_t sp)
     snprintf(step.local_tasks, sizeof step.local_tasks, "%u", local_tasks);
     read_proctrack(step.proctrack, sizeof step.proctrack);
     snprintf(step.mover, sizeof step.mover, "pspawn-%s.mover", step.key);
-    if (pspawn_mover_start(uid, step.mover, step.token) < 0)
+    if (getpid() != pspawn_stepd_pid) {
+        /* SlurmdParameters=contain_spank: this callback runs in a short-lived
+         * clone of slurmstepd, where a thread would not outlive it. */
+        say("pspawn: step %u.%u: user_init runs outside slurmstepd (contain_spank): "
+            "tasks stay in the zygote's cgroups", jobid, stepid);
         step.mover[0] = '\0';
+    } else if (pspawn_mover_start(uid, step.mover, step.token) < 0) {
+        step.mover[0] = '\0';
+    }
     step.use = 1;
     say("pspawn: step %u.%u: %u task(s) through %s (signals=%s, proctrack %s)",
         jobid, stepid, local_tasks, pspawn_config.shim,

@@ -12,6 +12,8 @@
  */
 #include "config.h"
 
+#include <unistd.h>
+
 #include "pspawn_spank.h"
 
 SPANK_PLUGIN(pspawn, 1);
@@ -27,9 +29,11 @@ int slurm_spank_init(spank_t sp, int ac, char *av[])
         return -1;
     }
     switch (spank_context()) {
+    case S_CTX_REMOTE:
+        pspawn_stepd_pid = getpid();
+        return pspawn_option_register(sp);
     case S_CTX_LOCAL:
     case S_CTX_ALLOCATOR:
-    case S_CTX_REMOTE:
         return pspawn_option_register(sp);
     default:
         return 0;

@@ -10,6 +10,7 @@
 
 /* Slurm 22.05's slurm/spank.h uses uint32_t without including it. */
 #include <stdint.h>
+#include <sys/types.h>
 #include <slurm/spank.h>
 
 #include "pspawn_config.h"
@@ -32,6 +33,7 @@ enum pspawn_mode pspawn_option_mode(void);
 int pspawn_option_given(void);
 
 /* pspawn_slurmstepd.c: in slurmstepd, as the callbacks of those names */
+extern pid_t pspawn_stepd_pid;   /* set by slurm_spank_init in slurmstepd */
 int pspawn_stepd_user_init(spank_t sp);
 int pspawn_stepd_task_init(spank_t sp);
 /* slurm_spank_exit: stop the step's mover thread (pspawn_mover.c). */

@@ -73,6 +73,7 @@ static struct {
 #endif
     struct spank_option *option;
     char last_error[1024];
+    char log[8192];             /* every line of any level, until cleared */
     int n_errors;
 } host;
 
@@ -83,6 +84,8 @@ static void log_line(const char *level, const char *fmt, va_list ap)
     char buf[1024];
     vsnprintf(buf, sizeof buf, fmt, ap);
     printf("# %s: %s\n", level, buf);
+    size_t used = strlen(host.log);
+    snprintf(host.log + used, sizeof host.log - used, "%s\n", buf);
     if (strcmp(level, "error") == 0) {
         snprintf(host.last_error, sizeof host.last_error, "%s", buf);
         host.n_errors++;
@@ -435,6 +438,48 @@ static int is_hex32(const char *s)
 
 #define SHIM "/bin/true"    /* any executable: the plugin checks X_OK */
 
+/* SlurmdParameters=contain_spank: user_init runs in a clone of slurmstepd
+ * (another pid than init's), where a mover thread would die with it. */
+static void test_contain_spank(void)
+{
+    struct spank_handle sp = { 0 };
+    char *av[] = { "shim=" SHIM };
+    host.context = S_CTX_REMOTE;
+    host.uid = 65534;
+    host.jobid = 44;
+    host.stepid = 0;
+    host.local_tasks = 2;
+    env_clear();
+    host.argc = 1;
+    host.argv[0] = "app";
+    host.argv[1] = NULL;
+    if (load() < 0 || p_init(&sp, 1, av) != 0 || !host.option ||
+        host.option->cb(host.option->val, NULL, 1) != 0) {
+        ok(0, "contain_spank: step set up");
+        return;
+    }
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        host.log[0] = '\0';
+        int rc = p_user_init(&sp, 0, NULL);
+        sp.in_task = 1;
+        rc |= p_task_init(&sp, 0, NULL);
+        int good = rc == 0 && env_get("PSPAWN_SHIM_KEY") && !env_get("PSPAWN_SHIM_MOVER") &&
+                   strstr(host.log, "contain_spank");
+        fflush(stdout);
+        _exit(good ? 0 : 1);
+    }
+    int st = -1;
+    waitpid(pid, &st, 0);
+    ok(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+       "contain_spank (user_init in another process): tasks still go through the shim, "
+       "no mover, and the log says why");
+    p_exit(&sp, 0, NULL);
+    env_clear();
+    unload();
+}
+
 /* ---- the mover (as root only) ---- */
 
 struct mover_result {
@@ -759,6 +804,7 @@ int main(void)
 #endif
     if (mover)
         test_mover();
+    test_contain_spank();
 
     /* Tasks of one step share the token; another step draws its own. */
     struct step three = { .plugstack = "shim=" SHIM, .option_given = 1, .stepid = 8,
