@@ -87,6 +87,7 @@ TESTS += \
 
 EXTRA_DIST += \
 	tests/taplib.sh \
+	tests/host-slurm.sh \
 	tests/standin.sh \
 	tests/parity.sh \
 	tests/cli-errors.sh \
