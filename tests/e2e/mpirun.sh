@@ -192,18 +192,17 @@ fail_alike notexec "a program that is not executable"
 # Selection: the default component unless pspawn is asked for, by MCA
 # parameter, by environment, or by raising its priority above 10.
 sel() { ax "salloc -Q -w c1,c2 -N2 -n8 $1 mpirun $2 -n 4 --bind-to none ./mpix hello" 2>&1 | grep -ac ' forked 1$'; }
-n=$(sel "" "")
-[ "$n" = 0 ]
-ok $? "without --mca odls, ranks are exec'd by the default component ($n forked)"
-n=$(sel "env PRTE_MCA_odls=pspawn" "")
-[ "$n" = 4 ]
-ok $? "PRTE_MCA_odls=pspawn selects pspawn ($n of 4 forked)"
-n=$(sel "" "--prtemca odls pspawn")
-[ "$n" = 4 ]
-ok $? "--prtemca odls pspawn selects pspawn ($n of 4 forked)"
-n=$(sel "" "--prtemca odls_pspawn_priority 20")
-[ "$n" = 4 ]
-ok $? "odls_pspawn_priority 20 (above the default's 10) selects pspawn ($n of 4 forked)"
+# sel_is FORKED DESCRIPTION PREFIX MPIRUN_ARGS: that many of 4 ranks forked.
+sel_is() {
+    local n
+    n=$(sel "$3" "$4")
+    [ "$n" = "$1" ]
+    ok $? "$2 ($n of 4 forked)"
+}
+sel_is 0 "without --mca odls, ranks are exec'd by the default component" "" ""
+sel_is 4 "PRTE_MCA_odls=pspawn selects pspawn" "env PRTE_MCA_odls=pspawn" ""
+sel_is 4 "--prtemca odls pspawn selects pspawn" "" "--prtemca odls pspawn"
+sel_is 4 "odls_pspawn_priority 20 (above the default's 10) selects pspawn" "" "--prtemca odls_pspawn_priority 20"
 
 # A persistent DVM (prte; prun per job; pterm): every job's ranks are
 # forks; the zygotes of finished jobs go at the next launch, the last one
