@@ -175,7 +175,7 @@ int pspawn_attr_setrlimit(pspawn_attr_t *attr, int resource, const struct rlimit
 
 int pspawn_attr_setflags(pspawn_attr_t *attr, unsigned flags)
 {
-    if (!attr->impl || (flags & ~(PSPAWN_PIDFD | PSPAWN_FORCE_EXEC)))
+    if (!attr->impl || (flags & ~(PSPAWN_PIDFD | PSPAWN_FORCE_EXEC | PSPAWN_TRACEME)))
         return EINVAL;
     attr->impl->flags = flags;
     return 0;

@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -254,8 +255,12 @@ int pspawn_child_exec(void *arg)
         int nkeep = pspawn_child_keep_list(a->setup, NULL, 0, keep);
         pspawn_child_close_others(keep, nkeep);
         pspawn_child_sigmask(a->sigmask);
-        execve(a->path, a->argv, a->envp);
-        err = errno;
+        if (a->setup->traceme && ptrace(PTRACE_TRACEME, 0, NULL, NULL) < 0) {
+            err = errno;
+        } else {
+            execve(a->path, a->argv, a->envp);
+            err = errno;
+        }
     }
     a->err = err;
     _exit(127);

@@ -44,6 +44,8 @@ struct child_setup {
     uint64_t sig_ignore;    /* set to SIG_IGN */
     /* An fd opened with O_CLOEXEC is closed again, as exec would. */
     int emulate_cloexec;
+    /* Exec path only: ptrace(PTRACE_TRACEME) right before execve. */
+    int traceme;
 };
 
 /* Apply S to the calling process: signals, session or process group, cwd,

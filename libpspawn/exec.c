@@ -73,6 +73,7 @@ int pspawn_exec_task(pid_t *pid, const char *path, const struct call *c,
         .sig_default = c->handled | c->sigdef,
         .sig_ignore = 0,
         .emulate_cloexec = 0,
+        .traceme = (c->user_flags & PSPAWN_TRACEME) != 0,
     };
     return pspawn_exec_setup(pid, path, &s, c->sigmask, argv, envp);
 }

@@ -195,6 +195,12 @@ int pspawn_attr_setrlimit(pspawn_attr_t *attr, int resource,
 
 #define PSPAWN_PIDFD      0x1u  /* return a pidfd per task (vector call) */
 #define PSPAWN_FORCE_EXEC 0x2u  /* always plain exec (the reference path) */
+/* Each task calls ptrace(PTRACE_TRACEME) just before its exec, so that it
+ * stops with SIGTRAP at the new program's first instruction, traced by the
+ * caller: what a debugger's launcher needs (PRRTE's --stop-on-exec).  A
+ * fork of the zygote has no exec to stop at, so this implies the exec path
+ * (the reason says so).  A failing ptrace is the spawn's error. */
+#define PSPAWN_TRACEME    0x4u
 int pspawn_attr_setflags(pspawn_attr_t *attr, unsigned flags);
 
 /* ---- helpers ----------------------------------------------------------- */

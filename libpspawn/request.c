@@ -491,9 +491,12 @@ int pspawn_run_vector(struct pspawn_zygote *z, pspawn_task_t *tasks, size_t n,
             b.state[i] = T_DONE;
     }
 
-    int use_zygote = !z->fallback && !(c->user_flags & PSPAWN_FORCE_EXEC);
+    int use_zygote = !z->fallback && !(c->user_flags & (PSPAWN_FORCE_EXEC | PSPAWN_TRACEME));
     if (c->user_flags & PSPAWN_FORCE_EXEC)
         pspawn_fallback(z, 0, "PSPAWN_FORCE_EXEC requested");
+    else if (c->user_flags & PSPAWN_TRACEME)
+        pspawn_fallback(z, 0, "PSPAWN_TRACEME requested (stop at exec): a fork of the zygote "
+                        "has no exec to stop at");
     if (use_zygote && pspawn_program_changed(&z->prog)) {
         pspawn_zygote_lost(z, 1);
         pspawn_fallback(z, 1, "binary changed on disk since the zygote started "

@@ -26,9 +26,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <hwloc.h>
@@ -41,6 +43,7 @@
 #include "src/mca/iof/base/iof_base_setup.h"
 #include "src/mca/odls/base/base.h"
 #include "src/mca/rmaps/rmaps_types.h"
+#include "src/mca/state/state.h"
 #include "src/runtime/prte_globals.h"
 #include "src/util/attr.h"
 #include "src/util/name_fns.h"
@@ -350,26 +353,92 @@ static int rank_attr(prte_odls_spawn_caddy_t *cd, pspawn_attr_t *attr)
     return 0;
 }
 
+/* --stop-on-exec: a debugger attaches to ranks stopped at their first
+ * instruction.  Only an exec has one, so such a job's ranks are exec'd by
+ * libpspawn with PSPAWN_TRACEME (ptrace(PTRACE_TRACEME) before execve, as
+ * the default's child does); then, as the default's parent does: wait for
+ * the exec's SIGTRAP stop, detach leaving the rank stopped, and tell PRRTE
+ * it is ready for the debugger.
+ *
+ * The stop is watched in /proc, not with waitpid(): the exec path's vfork
+ * holds this thread until the exec, so the rank may stop before we could
+ * wait, and prted's SIGCHLD handler (waitpid(-1) in another thread) may
+ * take the stop's report first: a waitpid() here would then block for
+ * ever.  Detaching needs the tracee stopped, not its report collected.
+ * And prted learns the rank's pid only once it is detached (stopped, not
+ * traced, so its stop is no longer reported): before, the handler would
+ * take the stop report for the rank's death. */
+static int stop_on_exec(const prte_odls_spawn_caddy_t *cd)
+{
+#if PRTE_HAVE_STOP_ON_EXEC
+    return prte_get_attribute(&cd->jdata->attributes, PRTE_JOB_STOP_ON_EXEC, NULL, PMIX_BOOL);
+#else
+    (void)cd;
+    return 0;
+#endif
+}
+
+#if PRTE_HAVE_STOP_ON_EXEC
+/* PID's state letter from /proc/PID/stat ('t': stopped by its tracer), or
+ * 0 once it is gone. */
+static char proc_state(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    const char *paren = strrchr(buf, ')');
+    return NULL != paren && ' ' == paren[1] ? paren[2] : 0;
+}
+#endif
+
+static int stopped_for_debugger(prte_proc_t *child, pid_t pid)
+{
+#if PRTE_HAVE_STOP_ON_EXEC
+    /* The exec is done (libpspawn returned): the stop is microseconds
+     * away; 10 s is for a machine under heavy load. */
+    char state = 0;
+    for (int i = 0; i < 10000 && 't' != (state = proc_state(pid)); i++) {
+        if (0 == state || 'Z' == state || 'X' == state)
+            return PRTE_ERR_FAILED_TO_START;
+        struct timespec ms = { 0, 1000000 };
+        nanosleep(&ms, NULL);
+    }
+    errno = 0;
+    if ('t' == state && 0 == kill(pid, SIGSTOP))
+        ptrace(PTRACE_DETACH, pid, 0, (void *)SIGSTOP);
+    if ('t' != state || 0 != errno) {
+        kill(pid, SIGKILL);     /* nothing half-started left behind */
+        return PRTE_ERR_FAILED_TO_START;
+    }
+    if (NULL != child) {
+        child->pid = pid;
+        PRTE_ACTIVATE_PROC_STATE(&child->name, PRTE_PROC_STATE_READY_FOR_DEBUG);
+    }
+#else
+    (void)child;
+    (void)pid;
+#endif
+    return PRTE_SUCCESS;
+}
+
 static int pspawn_fork_local_proc(void *cdptr)
 {
     prte_odls_spawn_caddy_t *cd = (prte_odls_spawn_caddy_t *)cdptr;
     prte_proc_t *child = cd->child;
     pspawn_attr_t attr;
     int err;
+    int traced = stop_on_exec(cd);
 
-#if PRTE_HAVE_STOP_ON_EXEC
-    if (prte_get_attribute(&cd->jdata->attributes, PRTE_JOB_STOP_ON_EXEC, NULL, PMIX_BOOL)) {
-        /* a debugger's stop at the first instruction needs ptrace before an
-         * exec that a zygote does not do */
-        pmix_output(0, "%s odls:pspawn: stop-on-exec (debugger attach) is not supported by "
-                    "the pspawn ODLS component; use --mca odls default",
-                    PRTE_NAME_PRINT(PRTE_PROC_MY_NAME));
-        return failed(cd);
-    }
-#endif
     if (0 != pspawn_attr_init(&attr))
         return failed(cd);
-    if (0 != rank_attr(cd, &attr)) {
+    if (0 != rank_attr(cd, &attr) || (traced && 0 != pspawn_attr_setflags(&attr, PSPAWN_TRACEME))) {
         pspawn_attr_destroy(&attr);
         return failed(cd);
     }
@@ -378,25 +447,36 @@ static int pspawn_fork_local_proc(void *cdptr)
     char **argv = NULL != cd->argv ? cd->argv : argv0;
     pmix_nspace_t job;
     PMIX_LOAD_NSPACE(job, NULL != child ? child->name.nspace : cd->jdata->nspace);
-    pthread_mutex_lock(&lock);
-    struct zygote *z = zygote_for(cd, job);
     pid_t pid = -1;
-    if (NULL == z)
-        err = ENOMEM;
-    else if (z->err)
-        err = z->err;
-    else
-        err = pspawn_ex(&pid, &z->ctx, &attr, argv, cd->env);
-    if (0 == err && NULL != z && NULL != pspawn_context_reason(&z->ctx)) {
-        VERBOSE(5, "%s odls:pspawn: %s: %s", PRTE_NAME_PRINT(PRTE_PROC_MY_NAME), z->cmd,
-                pspawn_context_reason(&z->ctx));
+    if (traced) {
+        /* No zygote for a job that stops at exec. */
+        char *path = program_path(cd);
+        VERBOSE(5, "%s odls:pspawn: stop-on-exec: %s by exec (a fork of a zygote has no exec "
+                "to stop at)", PRTE_NAME_PRINT(PRTE_PROC_MY_NAME), cd->app->app);
+        err = NULL == path ? ENOMEM : pspawn_exec(&pid, path, &attr, argv, cd->env);
+        free(path);
+    } else {
+        pthread_mutex_lock(&lock);
+        struct zygote *z = zygote_for(cd, job);
+        if (NULL == z)
+            err = ENOMEM;
+        else if (z->err)
+            err = z->err;
+        else
+            err = pspawn_ex(&pid, &z->ctx, &attr, argv, cd->env);
+        if (0 == err && NULL != z && NULL != pspawn_context_reason(&z->ctx)) {
+            VERBOSE(5, "%s odls:pspawn: %s: %s", PRTE_NAME_PRINT(PRTE_PROC_MY_NAME), z->cmd,
+                    pspawn_context_reason(&z->ctx));
+        }
+        pthread_mutex_unlock(&lock);
     }
-    pthread_mutex_unlock(&lock);
     pspawn_attr_destroy(&attr);
     if (NULL != child)
-        child->pid = 0 == err ? pid : 0;
+        child->pid = 0 == err && !traced ? pid : 0;
     if (0 != err)
         return exec_failed(cd, err);
+    if (traced && PRTE_SUCCESS != stopped_for_debugger(child, pid))
+        return failed(cd);
     close_child_ends(cd);
     if (NULL != child) {
         child->state = PRTE_PROC_STATE_RUNNING;

@@ -8,7 +8,8 @@
  * with file capabilities, a binary replaced or touched on disk after its
  * zygote started, a zygote killed or stopped between two spawns, and a
  * program whose constructor starts a thread, a task whose LD_LIBRARY_PATH is
- * not its zygote's.
+ * not its zygote's.  And PSPAWN_TRACEME, a debugger's stop at exec, which
+ * only the exec path gives.
  *
  * Uses $TESTS_BUILDDIR/{task,task-static,task-v2,threaded}.
  */
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -36,21 +38,25 @@ static char append_path[300];
 
 /* ---- small helpers ------------------------------------------------------ */
 
+/* The whole of PATH (files of /proc too, which have no size). */
 static char *read_file(const char *path)
 {
     FILE *f = fopen(path, "re");
-    char *text;
-    long len;
+    char *text = NULL;
+    size_t len = 0, cap = 0, n;
 
     if (!f)
         return strdup("");
-    fseek(f, 0, SEEK_END);
-    len = ftell(f);
-    rewind(f);
-    text = malloc((size_t)len + 1);
-    if (!text)
-        tap_bail("out of memory");
-    len = (long)fread(text, 1, (size_t)len, f);
+    do {
+        if (cap - len < 4096) {
+            cap = cap ? 2 * cap : 8192;
+            text = realloc(text, cap);
+            if (!text)
+                tap_bail("out of memory");
+        }
+        n = fread(text + len, 1, cap - len - 1, f);
+        len += n;
+    } while (n > 0);
     text[len] = '\0';
     fclose(f);
     return text;
@@ -523,6 +529,113 @@ static void case_loader_env(void)
     pspawn_context_destroy(&ctx);
 }
 
+/* Whether PID's memory holds glibc: a fork of the zygote does, a program
+ * stopped at its first instruction after exec does not (only the loader). */
+static int maps_libc(pid_t pid)
+{
+    char path[64];
+    char *maps;
+    int found;
+
+    snprintf(path, sizeof path, "/proc/%ld/maps", (long)pid);
+    maps = read_file(path);
+    found = strstr(maps, "/libc.so") != NULL || strstr(maps, "/libc-") != NULL;
+    free(maps);
+    return found;
+}
+
+static pid_t tracer_of(pid_t pid)
+{
+    char path[64];
+    char *status, *line;
+    long tracer = -1;
+
+    snprintf(path, sizeof path, "/proc/%ld/status", (long)pid);
+    status = read_file(path);
+    line = strstr(status, "\nTracerPid:");
+    if (line)
+        tracer = strtol(line + strlen("\nTracerPid:"), NULL, 10);
+    free(status);
+    return (pid_t)tracer;
+}
+
+/* PSPAWN_TRACEME (a debugger's stop at exec): the task is exec'd and stops
+ * with SIGTRAP at the new program's first instruction, traced by us; once
+ * let go it runs once, and the next spawn without the flag is the
+ * zygote's again.  Through a context (ctx != NULL) or pspawn_exec(). */
+static void case_traceme(int through_context)
+{
+    extern char **environ;
+    const char *name = through_context ? "PSPAWN_TRACEME (context)" : "PSPAWN_TRACEME (pspawn_exec)";
+    char task[PATH_MAX];
+    char *argv[] = { task, "append", append_path, "traced", NULL };
+    pspawn_context_t ctx;
+    pspawn_attr_t attr;
+    struct outcome o;
+    struct redirect r;
+    pid_t pid = -1;
+    int st = 0, stopped, exited0 = 0;
+
+    snprintf(task, sizeof task, "%s/task", builddir);
+    if (through_context && create_context(&ctx, task, NULL) != 0)
+        tap_bail("%s: pspawn_context_create failed", name);
+    if (pspawn_attr_init(&attr) != 0 || pspawn_attr_setflags(&attr, PSPAWN_TRACEME) != 0)
+        tap_bail("%s: attribute setup failed", name);
+    memset(&o, 0, sizeof o);
+    reset_captures();
+    redirect_begin(&r);
+    o.rc = through_context ? pspawn_ex(&pid, &ctx, &attr, argv, NULL)
+                           : pspawn_exec(&pid, task, &attr, argv, environ);
+    redirect_end(&r);
+    pspawn_attr_destroy(&attr);
+    tap_ok(o.rc == 0 && pid > 0, "%s: the spawn succeeded", name);
+    if (o.rc != 0 || pid <= 0) {
+        tap_diag("    %s", strerror(o.rc));
+        if (through_context)
+            pspawn_context_destroy(&ctx);
+        return;
+    }
+    stopped = waitpid(pid, &st, WUNTRACED) == pid && WIFSTOPPED(st) && WSTOPSIG(st) == SIGTRAP;
+    tap_ok(stopped, "%s: the task stopped with SIGTRAP", name);
+    if (stopped) {
+        tap_ok(tracer_of(pid) == getpid(), "%s: traced by the caller (TracerPid %ld)", name,
+               (long)tracer_of(pid));
+        tap_ok(!maps_libc(pid), "%s: stopped before the loader mapped libc (a fresh exec)", name);
+        char *runs = read_file(append_path);
+
+        tap_ok(count_lines(runs) == 0, "%s: nothing of the program ran yet", name);
+        free(runs);
+        if (ptrace(PTRACE_DETACH, pid, NULL, NULL) != 0)
+            tap_diag("    PTRACE_DETACH: %s", strerror(errno));
+    } else {
+        tap_diag("    wait status %#x", st);
+        kill(pid, SIGKILL);
+    }
+    exited0 = waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    {
+        char *runs = read_file(append_path), want[64];
+
+        snprintf(want, sizeof want, "- %ld\n", (long)pid);
+        tap_ok(exited0 && strcmp(runs, want) == 0, "%s: let go, it ran once and exited 0", name);
+        free(runs);
+    }
+    o.err = read_file(stderr_path);
+    o.out = read_file(capture_path);
+    if (through_context) {
+        check_reason(name, &ctx, &o, "PSPAWN_TRACEME");
+        outcome_free(&o);
+        /* The flag was this call's: the next spawn is the zygote's (with
+         * PSPAWN_DEBUG=1 every exec fallback is logged). */
+        spawn_task(&ctx, task, "after", &o);
+        check_ran_once("after PSPAWN_TRACEME", &o,
+                       "task version=1 rank=- size=- local=- args=after\n");
+        tap_ok(pspawn_context_uses_zygote(&ctx) && !strstr(o.err, "exec fallback"),
+               "after PSPAWN_TRACEME: the next spawn is the zygote's again");
+        pspawn_context_destroy(&ctx);
+    }
+    outcome_free(&o);
+}
+
 /* The zygote is killed, or stopped, between two spawns. */
 static void case_zygote_gone(int stop)
 {
@@ -602,6 +715,8 @@ int main(int argc, char **argv)
     case_zygote_gone(0);
     case_zygote_gone(1);
     case_loader_env();
+    case_traceme(1);
+    case_traceme(0);
 
     reset_captures();
     {

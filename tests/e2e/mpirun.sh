@@ -185,6 +185,49 @@ n=$(count forced.pspawn ' forked 0$')
 ok $? "PSPAWN_FORCE_EXEC=1: pspawn execs every rank (8 of 8 not forked: $n, rc $rc_pspawn)"
 msame forced "PSPAWN_FORCE_EXEC=1: the same output as the default component"
 
+# --stop-on-exec (a debugger attaches to ranks stopped at their first
+# instruction): a fork of a zygote has no exec to stop at, so pspawn execs
+# such ranks with PSPAWN_TRACEME and leaves them as the default does:
+# stopped (T), no longer traced, prted's children, the loader not run yet
+# (no libc mapped), and no zygote.  Once let go (SIGCONT, as a debugger
+# would) the job runs as usual.  The default itself races with prted's
+# SIGCHLD handler for the exec stop and once in a while loses (the rank is
+# taken for dead, mpirun exits 255): its run is tried twice.
+stopped_ranks='for p in $(pgrep -u alice -x mpix); do
+    echo "$(awk "/^State/{print \$2}" /proc/$p/status) tracer=$(awk "/^TracerPid/{print \$2}" /proc/$p/status) libc=$(grep -c /libc /proc/$p/maps) parent=$(ps -o comm= -p $(ps -o ppid= -p $p))"
+    kill -CONT $p
+done'
+soe() {
+    local n=0
+    docker exec -u alice -w $E2E "$CTL" bash -c \
+        "timeout 60 mpirun --host c1:2,c2:2 --mca odls $1 --stop-on-exec -n 4 --bind-to none ./mpix hello; echo rc=\$?" \
+        >"$tmp/soe.$1" 2>&1 &
+    for _ in $(seq 60); do
+        n=$(( $(on c1 "ps -u alice -o stat=,comm= | grep -c '^T.* mpix$'") + $(on c2 "ps -u alice -o stat=,comm= | grep -c '^T.* mpix$'") ))
+        [ "$n" = 4 ] && break
+        sleep 0.5
+    done
+    { on c1 "$stopped_ranks"; on c2 "$stopped_ranks"; } >"$tmp/soe-state.$1"
+    wait
+}
+soe pspawn
+for _ in 1 2; do
+    soe default
+    grep -q '^rc=0$' "$tmp/soe.default" && break
+    diag "--stop-on-exec: the default component failed this run; once more"
+done
+want=$(printf 'T tracer=0 libc=0 parent=prted\n%.0s' 1 2 3 4)
+[ "$(cat "$tmp/soe-state.pspawn")" = "$want" ] && [ "$(cat "$tmp/soe-state.default")" = "$want" ]
+ok $? "--stop-on-exec: 4 ranks stopped before their loader ran, untraced, children of prted, no zygote; as the default's" ||
+    { diag_file "$tmp/soe-state.pspawn" 6; diag_file "$tmp/soe-state.default" 6; }
+rc_default=$(grep -ao 'rc=[0-9]*' "$tmp/soe.default"); rc_pspawn=$(grep -ao 'rc=[0-9]*' "$tmp/soe.pspawn")
+f=$(count soe.pspawn ' forked 0$')
+[ "$rc_pspawn" = rc=0 ] && [ "$rc_default" = rc=0 ] && [ "$f" = 4 ]
+ok $? "--stop-on-exec: let go, both jobs exit 0 ($rc_default, $rc_pspawn), pspawn's 4 ranks exec'd ($f)" ||
+    diag_file "$tmp/soe.pspawn" 10
+msame soe "--stop-on-exec: the same output"
+nothing_left "--stop-on-exec: nothing left on the nodes"
+
 ax "printf '#!/bin/sh\necho hi\n' > notexec && chmod 644 notexec"
 mboth notexec salloc "-n 4 ./notexec"
 fail_alike notexec "a program that is not executable"
