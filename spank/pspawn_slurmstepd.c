@@ -118,10 +118,12 @@ static int make_token(char *hex)
 
 /* Why the step cannot use the shim, or NULL if it can. */
 static const char *plain_exec_reason(spank_t sp, enum pspawn_mode mode, uint32_t stepid,
-                                     uint32_t local_tasks)
+                                     uint32_t local_tasks, int debugger)
 {
     if (stepid >= SLURM_MAX_NORMAL_STEP_ID)
         return "batch, extern or interactive step";
+    if (debugger)
+        return "srun is under a parallel debugger: tasks stop at their exec for it";
     if (mode == PSPAWN_MODE_AUTO && local_tasks < 2)
         return "auto: one task on this node";
 
@@ -155,6 +157,12 @@ int pspawn_stepd_user_init(spank_t sp)
 {
     enum pspawn_mode mode = pspawn_option_mode();
     step.use = 0;
+    /* srun's word that it is under a parallel debugger: for us only. */
+    char flag[8];
+    spank_err_t erc = spank_getenv(sp, PSPAWN_DEBUGGER_VAR, flag, sizeof flag);
+    int debugger = erc == ESPANK_SUCCESS || erc == ESPANK_NOSPACE;
+    if (debugger)
+        spank_unsetenv(sp, PSPAWN_DEBUGGER_VAR);
     if (mode == PSPAWN_MODE_OFF)
         return 0;
 
@@ -167,7 +175,7 @@ int pspawn_stepd_user_init(spank_t sp)
         slurm_error("pspawn: cannot read the step's ids; tasks run with a plain exec");
         return 0;
     }
-    const char *reason = plain_exec_reason(sp, mode, stepid, local_tasks);
+    const char *reason = plain_exec_reason(sp, mode, stepid, local_tasks, debugger);
     if (reason) {
         say("pspawn: step %u.%u: plain exec (%s)", jobid, stepid, reason);
         return 0;

@@ -40,6 +40,16 @@ int slurm_spank_init(spank_t sp, int ac, char *av[])
     }
 }
 
+int slurm_spank_init_post_opt(spank_t sp, int ac, char *av[])
+{
+    (void)sp;
+    (void)ac;
+    (void)av;
+    if (spank_context() == S_CTX_LOCAL)
+        pspawn_srun_post_opt();
+    return 0;
+}
+
 int slurm_spank_user_init(spank_t sp, int ac, char *av[])
 {
     (void)ac;

@@ -32,6 +32,16 @@ enum pspawn_mode pspawn_option_mode(void);
  * this step through its environment). */
 int pspawn_option_given(void);
 
+/* srun under a parallel debugger (MPIR: TotalView, DDT, or srun
+ * --debugger-test) has slurmstepd stop each task at its exec for the
+ * debugger to attach: with the shim, the debugger would find the shim, not
+ * the program.  srun's side (slurm_spank_init_post_opt) then sets this
+ * variable in srun's environment, which reaches the step even with
+ * --export=NONE (Slurm passes SLURM_* on); the step's side runs its tasks
+ * with a plain exec and removes the variable from their environment. */
+#define PSPAWN_DEBUGGER_VAR "SLURM_PSPAWN_DEBUGGER"
+void pspawn_srun_post_opt(void);
+
 /* pspawn_slurmstepd.c: in slurmstepd, as the callbacks of those names */
 extern pid_t pspawn_stepd_pid;   /* set by slurm_spank_init in slurmstepd */
 int pspawn_stepd_user_init(spank_t sp);

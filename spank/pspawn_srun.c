@@ -10,7 +10,9 @@
  */
 #include "config.h"
 
+#include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pspawn_spank.h"
@@ -71,4 +73,16 @@ enum pspawn_mode pspawn_option_mode(void)
 int pspawn_option_given(void)
 {
     return option_given;
+}
+
+void pspawn_srun_post_opt(void)
+{
+    if (pspawn_option_mode() == PSPAWN_MODE_OFF)
+        return;
+    /* srun exports its MPIR symbols for debuggers; a debugger sets this one
+     * before srun runs, and --debugger-test before the plugins' post-option
+     * call (srun/opt.c: _opt_args, then spank_init_post_opt). */
+    const volatile int *being_debugged = dlsym(RTLD_DEFAULT, "MPIR_being_debugged");
+    if (being_debugged && *being_debugged)
+        setenv(PSPAWN_DEBUGGER_VAR, "1", 1);
 }

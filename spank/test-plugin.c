@@ -79,6 +79,9 @@ static struct {
 
 slurm_conf_t slurm_conf;
 
+/* srun's, which a parallel debugger sets (srun exports it). */
+int MPIR_being_debugged;
+
 static void log_line(const char *level, const char *fmt, va_list ap)
 {
     char buf[1024];
@@ -263,7 +266,7 @@ spank_err_t spank_prepend_task_argv(spank_t sp, int argc, const char *argv[])
 /* ---- the plugin ---- */
 
 static void *plugin;
-static spank_f *p_init, *p_user_init, *p_task_init, *p_exit;
+static spank_f *p_init, *p_post_opt, *p_user_init, *p_task_init, *p_exit;
 
 static int load(void)
 {
@@ -273,10 +276,11 @@ static int load(void)
         return -1;
     }
     p_init = (spank_f *)dlsym(plugin, "slurm_spank_init");
+    p_post_opt = (spank_f *)dlsym(plugin, "slurm_spank_init_post_opt");
     p_user_init = (spank_f *)dlsym(plugin, "slurm_spank_user_init");
     p_task_init = (spank_f *)dlsym(plugin, "slurm_spank_task_init");
     p_exit = (spank_f *)dlsym(plugin, "slurm_spank_exit");
-    return p_init && p_user_init && p_task_init && p_exit ? 0 : -1;
+    return p_init && p_post_opt && p_user_init && p_task_init && p_exit ? 0 : -1;
 }
 
 static void unload(void)
@@ -407,7 +411,7 @@ static int run_step(const struct step *s, struct task *t, int ntasks_run, struct
         copy_var(tk->debug, sizeof tk->debug, "PSPAWN_SHIM_DEBUG");
         copy_var(tk->proctrack, sizeof tk->proctrack, "PSPAWN_SHIM_PROCTRACK");
         copy_var(tk->mover, sizeof tk->mover, "PSPAWN_SHIM_MOVER");
-        tk->n_pspawn_vars = env_count_prefix("PSPAWN_");
+        tk->n_pspawn_vars = env_count_prefix("PSPAWN_") + env_count_prefix("SLURM_PSPAWN_");
 #ifdef HAVE_SPANK_PREPEND_TASK_ARGV
         for (int i = 0; host.task_argv[i]; i++)
             free(host.task_argv[i]);
@@ -761,6 +765,22 @@ int main(void)
        "sbatch --pspawn, as srun finds it in the job's environment (\"(null)\"), is taken");
     ok(p_user_init(&sp, 0, NULL) == 0 && p_task_init(&sp, 0, NULL) == 0,
        "srun: user_init and task_init do nothing");
+    /* srun under a parallel debugger: the step is told, through srun's
+     * environment, to exec its tasks (the debugger must find the program,
+     * not the shim). */
+    unsetenv("SLURM_PSPAWN_DEBUGGER");
+    MPIR_being_debugged = 0;
+    ok(p_post_opt(&sp, 0, NULL) == 0 && !getenv("SLURM_PSPAWN_DEBUGGER"),
+       "srun, no debugger: post_opt sets nothing");
+    MPIR_being_debugged = 1;
+    ok(p_post_opt(&sp, 0, NULL) == 0 && getenv("SLURM_PSPAWN_DEBUGGER") &&
+       strcmp(getenv("SLURM_PSPAWN_DEBUGGER"), "1") == 0,
+       "srun under a debugger (MPIR_being_debugged): post_opt sets SLURM_PSPAWN_DEBUGGER=1");
+    unsetenv("SLURM_PSPAWN_DEBUGGER");
+    ok(host.option && host.option->cb(host.option->val, "off", 0) == 0 &&
+       p_post_opt(&sp, 0, NULL) == 0 && !getenv("SLURM_PSPAWN_DEBUGGER"),
+       "srun under a debugger with --pspawn=off: nothing set");
+    MPIR_being_debugged = 0;
     host.context = S_CTX_ALLOCATOR;
     host.option = NULL;
     ok(p_init(&sp, 0, none) == 0 && host.option, "sbatch/salloc: --pspawn registered");
@@ -775,6 +795,18 @@ int main(void)
     expect_plain("site default off, no --pspawn",
                  &(struct step){ .plugstack = "shim=" SHIM, .stepid = 7, .local_tasks = 4,
                                  .argv = ARGV("./app", "x") });
+
+    host.log[0] = '\0';
+    expect_plain("--pspawn, srun under a parallel debugger (SLURM_PSPAWN_DEBUGGER=1)",
+                 &(struct step){ .plugstack = "shim=" SHIM " debug=1", .option_given = 1,
+                                 .stepid = 7, .local_tasks = 4, .argv = ARGV("./app", "x"),
+                                 .env = "SLURM_PSPAWN_DEBUGGER=1" });
+    ok(strstr(host.log, "parallel debugger") != NULL,
+       "under a parallel debugger: the reason is logged with debug=1");
+    expect_plain("--pspawn=off with SLURM_PSPAWN_DEBUGGER=1 (the variable is removed all the same)",
+                 &(struct step){ .plugstack = "shim=" SHIM, .option_given = 1, .optarg = "off",
+                                 .stepid = 7, .local_tasks = 4, .argv = ARGV("./app", "x"),
+                                 .env = "SLURM_PSPAWN_DEBUGGER=1" });
 
     expect_shim("--pspawn",
                 &(struct step){ .plugstack = "shim=" SHIM, .option_given = 1, .stepid = 7,

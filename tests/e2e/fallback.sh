@@ -21,6 +21,35 @@ ax "cp probe probe-suid && chmod u+s probe-suid && srun --pspawn -n2 ./probe-sui
 [ "$(grep -c '^x.proxy_mapped=0' "$tmp/suid")" = 2 ]
 ok $? "a set-user-ID program: plain exec"
 
+# srun under a parallel debugger (--debugger-test takes srun's MPIR path):
+# slurmstepd stops each task at its exec for the debugger to attach, so
+# --pspawn execs the tasks itself: what the debugger finds stopped is the
+# program, as with plain srun, not the shim; srun's note to the step does
+# not reach the tasks' environment.  srun's proctable is the same too.
+for m in plain pspawn; do
+    opt=; [ $m = pspawn ] && opt=--pspawn
+    docker exec -u alice -w $E2E "$CTL" bash -c "timeout 60 srun $opt --debugger-test -w c1 -N1 -n2 /bin/sleep 1" \
+        >"$tmp/dbg.$m" 2>&1 &
+    for _ in $(seq 60); do
+        [ "$(on c1 "ps -u alice -o stat= | grep -c '^T'")" = 2 ] && break
+        sleep 0.5
+    done
+    on c1 'for p in $(ps -u alice -o pid=,stat= | awk "\$2 ~ /^T/ {print \$1}"); do
+        echo "T $(readlink /proc/$p/exe) pspawn_vars=$(tr "\0" "\n" </proc/$p/environ | grep -c "PSPAWN_SHIM_\|SLURM_PSPAWN_")"
+    done' >"$tmp/dbg-state.$m"
+    ax "scancel -u alice" >/dev/null 2>&1
+    wait
+done
+want=$(printf 'T /usr/bin/sleep pspawn_vars=0\nT /usr/bin/sleep pspawn_vars=0')
+[ "$(cat "$tmp/dbg-state.plain")" = "$want" ] && [ "$(cat "$tmp/dbg-state.pspawn")" = "$want" ]
+ok $? "under a parallel debugger (--debugger-test): the 2 stopped tasks are the program, as with plain srun, with no PSPAWN_SHIM_ or SLURM_PSPAWN_ variable" ||
+    { diag_file "$tmp/dbg-state.plain" 4; diag_file "$tmp/dbg-state.pspawn" 4; }
+grep 'executable:' "$tmp/dbg.plain" | sed -E 's/pid:[0-9]+/pid:N/' | sort >"$tmp/dbg-table.plain"
+grep 'executable:' "$tmp/dbg.pspawn" | sed -E 's/pid:[0-9]+/pid:N/' | sort >"$tmp/dbg-table.pspawn"
+[ "$(wc -l <"$tmp/dbg-table.plain")" = 2 ] && cmp -s "$tmp/dbg-table.plain" "$tmp/dbg-table.pspawn"
+ok $? "under a parallel debugger: srun's proctable is the same ($(wc -l <"$tmp/dbg-table.pspawn") tasks)" ||
+    { diag_file "$tmp/dbg.plain" 4; diag_file "$tmp/dbg.pspawn" 4; }
+
 # A zygote of alice's, kept alive by a waiting task; bob tries its socket.
 ax "sbatch -N1 -n2 -w c1 -o /dev/null --wrap='srun --pspawn ./task wait' | awk '{print \$4}'" >"$tmp/job"
 job=$(cat "$tmp/job")
