@@ -50,6 +50,11 @@ extern char **environ;
 
 #define MAX_CTOR_FDS 64
 
+struct text_range {
+    uintptr_t start;
+    size_t len;
+};
+
 /* What the zygote looked like when it parked: tasks change only what
  * differs from it. */
 static struct {
@@ -73,6 +78,8 @@ static struct {
     size_t robust_len;
     struct prctl_mm_map mm;
     int have_mm;
+    struct text_range *text;    /* small text mappings, mapped in each task */
+    int ntext;
 } P;
 
 /* What a released task returns into main() with. */
@@ -263,6 +270,68 @@ static void record_mm(void)
     P.have_mm = 1;
 }
 
+/* ---- text prefault ------------------------------------------------------
+ *
+ * The kernel does not copy the page tables of file mappings at fork: they
+ * refill on demand.  So a task takes a page fault in the text of each
+ * library it runs, where an exec'd task took one when its loader ran the
+ * library's initialisers.  A small text mapping is mapped whole by that
+ * first fault anyway (the kernel maps up to 64 KB of cached pages around a
+ * faulting address), so each task maps each such mapping itself with one
+ * madvise(MADV_POPULATE_READ): the same pages, without a trap per library,
+ * which with hundreds of libraries makes a task measurably cheaper
+ * (bench/README.md).  Only private file-backed r-x mappings of at most
+ * TEXT_PREFAULT_MAX bytes: a big library's text is left to fault in what
+ * the task runs, as after an exec.  PSPAWN_PREFAULT=0 in the zygote's
+ * environment turns it off; kernels before 5.14 (no MADV_POPULATE_READ)
+ * just skip it. */
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+#define TEXT_PREFAULT_MAX (64 * 1024)
+
+static void record_text(void)
+{
+    const char *v = getenv("PSPAWN_PREFAULT");
+    if (v && strcmp(v, "0") == 0)
+        return;
+    FILE *f = fopen("/proc/self/maps", "re");
+    if (!f)
+        return;
+    char line[PATH_MAX + 128];
+    int cap = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long start, end;
+        char perm[8];
+        int path_at = 0;
+        if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &start, &end, perm, &path_at) < 3 ||
+            strcmp(perm, "r-xp") != 0 || !path_at || line[path_at] != '/' ||
+            end - start > TEXT_PREFAULT_MAX)
+            continue;
+        if (P.ntext == cap) {
+            int ncap = cap ? 2 * cap : 256;
+            struct text_range *t = realloc(P.text, (size_t)ncap * sizeof *t);
+            if (!t)
+                break;
+            P.text = t;
+            cap = ncap;
+        }
+        P.text[P.ntext++] = (struct text_range){ start, end - start };
+    }
+    fclose(f);
+}
+
+/* In a new task. */
+static void prefault_text(void)
+{
+    int saved = errno;
+    for (int i = 0; i < P.ntext; i++)
+        if (madvise((void *)P.text[i].start, P.text[i].len, MADV_POPULATE_READ) < 0 &&
+            errno == EINVAL)
+            break;      /* no MADV_POPULATE_READ here */
+    errno = saved;
+}
+
 static void record_parked_state(void)
 {
     if (!getcwd(P.cwd, sizeof P.cwd))
@@ -290,6 +359,7 @@ static void record_parked_state(void)
     if (syscall(SYS_get_robust_list, 0, &P.robust_head, &P.robust_len) < 0)
         P.robust_head = NULL;
     record_mm();
+    record_text();
 }
 
 /* fork(2) without glibc's atfork handlers (exec does not run them either),
@@ -431,6 +501,7 @@ static struct task_start task_main(const char *base, size_t size, uint32_t id, u
         wait_go(w, index, 0);
     }
 
+    prefault_text();
     int keep[PSPAWN_FD_MAX + 3 + MAX_CTOR_FDS];
     int nkeep = pspawn_child_keep_list(&s, P.ctor_fds, P.nctor_fds, keep);
     pspawn_child_close_others(keep, nkeep);
@@ -842,8 +913,10 @@ static void run_floor(void)
     long started = 0;
     for (long i = 0; i < P.floor; i++) {
         pid_t pid = clone_task(0);
-        if (pid == 0)
+        if (pid == 0) {
+            prefault_text();    /* the task's own setup, not protocol */
             return;
+        }
         if (pid > 0)
             started++;
     }

@@ -38,6 +38,19 @@ tests_threaded_SOURCES = tests/threaded.c
 tests_threaded_CFLAGS = $(launched_cflags_common) -pthread
 tests_threaded_LDFLAGS = -pthread
 
+# A one-page library and a program that needs it without running it
+# (prefault.sh).  -rpath makes libtool build it shared.
+check_LTLIBRARIES = tests/libtiny.la
+tests_libtiny_la_SOURCES = tests/tiny.c
+tests_libtiny_la_CFLAGS = $(launched_cflags_common)
+tests_libtiny_la_LDFLAGS = -rpath $(abs_builddir)/tests/.libs -avoid-version
+
+check_PROGRAMS += tests/textmap
+tests_textmap_SOURCES = tests/textmap.c
+tests_textmap_CFLAGS = $(launched_cflags_common)
+tests_textmap_LDFLAGS = -no-install
+tests_textmap_LDADD = tests/libtiny.la
+
 check_PROGRAMS += tests/parity-api tests/children tests/fallback tests/errors tests/zygote-kill \
 	tests/soak
 
@@ -83,9 +96,11 @@ TESTS += \
 	tests/errors \
 	tests/cli-errors.sh \
 	tests/cli-exit.sh \
-	tests/cli-options.sh
+	tests/cli-options.sh \
+	tests/prefault.sh
 
 EXTRA_DIST += \
+	tests/prefault.sh \
 	tests/taplib.sh \
 	tests/host-slurm.sh \
 	tests/standin.sh \

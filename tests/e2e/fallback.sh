@@ -21,6 +21,36 @@ ax "cp probe probe-suid && chmod u+s probe-suid && srun --pspawn -n2 ./probe-sui
 [ "$(grep -c '^x.proxy_mapped=0' "$tmp/suid")" = 2 ]
 ok $? "a set-user-ID program: plain exec"
 
+# --pty: srun gives task 0 a terminal, which the stand-in could not pass
+# on as slurmstepd set it up: a plain exec.
+ax "script -qec 'srun --pspawn --pty -n1 ./probe' /dev/null" >"$tmp/pty" 2>&1
+[ "$(grep -c '^x.proxy_mapped=0' "$tmp/pty")" = 1 ] && [ "$(grep -c '^x.proxy_mapped=1' "$tmp/pty")" = 0 ]
+ok $? "--pty: plain exec" || diag_file "$tmp/pty" 5
+
+# The zygote cannot be reached: killed at once, before it parks, or 3 ms
+# after its constructors, while tasks are being forked.  Either way every
+# task runs once and the step's output and exit code are plain srun's
+# (task lines compared without the parent and the zygote flag).
+ax "srun -w c1 -N1 -n4 --mpi=pmix ./mpix hello" >"$tmp/lost.plain" 2>&1
+rc_plain=$?
+for delay in 0 3000; do
+    on c1 "rm -f /tmp/srun-die"
+    ax "MPIX_ZYGOTE_DIE=/tmp/srun-die:$delay srun --pspawn -w c1 -N1 -n4 --mpi=pmix ./mpix hello" \
+        >"$tmp/lost$delay.pspawn" 2>&1
+    rc=$?
+    armed=$(on c1 "test -e /tmp/srun-die && echo 1 || echo 0")
+    n=$(grep -c '^hello .* sum 6 ring 10 ' "$tmp/lost$delay.pspawn")
+    f=$(grep -c ' forked 1$' "$tmp/lost$delay.pspawn")
+    [ $rc = 0 ] && [ $rc_plain = 0 ] && [ "$armed" = 1 ] && [ "$n" = 4 ]
+    ok $? "zygote killed $delay us after its constructors: all 4 tasks ran once, srun exits $rc ($f forked, the rest exec'd)" ||
+        diag_file "$tmp/lost$delay.pspawn" 8
+    norm() { sed -E 's/ parent [^ ]+//; s/ forked [01]$//' "$1" | sort; }
+    cmp -s <(norm "$tmp/lost.plain") <(norm "$tmp/lost$delay.pspawn")
+    ok $? "zygote killed $delay us after its constructors: every task's line is plain srun's" ||
+        diff <(norm "$tmp/lost.plain") <(norm "$tmp/lost$delay.pspawn") | head -5 | sed 's/^/# /'
+done
+on c1 "rm -f /tmp/srun-die"
+
 # srun under a parallel debugger (--debugger-test takes srun's MPIR path):
 # slurmstepd stops each task at its exec for the debugger to attach, so
 # --pspawn execs the tasks itself: what the debugger finds stopped is the
