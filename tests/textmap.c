@@ -8,7 +8,6 @@
  * main() never calls into libtiny (only with more than 100 arguments, so
  * that the library stays needed).
  */
-#define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
