@@ -29,6 +29,7 @@
 #include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
@@ -366,8 +367,12 @@ static int rank_attr(prte_odls_spawn_caddy_t *cd, pspawn_attr_t *attr)
  * take the stop's report first: a waitpid() here would then block for
  * ever.  Detaching needs the tracee stopped, not its report collected.
  * And prted learns the rank's pid only once it is detached (stopped, not
- * traced, so its stop is no longer reported): before, the handler would
- * take the stop report for the rank's death. */
+ * traced, so its stop is no longer reported): the handler would take the
+ * stop report for the rank's death.  We collect the report ourselves where
+ * the handler has not; where it has, it may not have looked the pid up yet,
+ * so the pid is given a quarter of a second later.  (The default component
+ * has the same race, wider: it gives the pid before the exec; seen to lose
+ * it in e2e runs, mpirun then exits 255.) */
 static int stop_on_exec(const prte_odls_spawn_caddy_t *cd)
 {
 #if PRTE_HAVE_STOP_ON_EXEC
@@ -410,12 +415,18 @@ static int stopped_for_debugger(prte_proc_t *child, pid_t pid)
         struct timespec ms = { 0, 1000000 };
         nanosleep(&ms, NULL);
     }
+    int status;
+    int ours = 't' == state && waitpid(pid, &status, WNOHANG | WUNTRACED) == pid;
     errno = 0;
     if ('t' == state && 0 == kill(pid, SIGSTOP))
         ptrace(PTRACE_DETACH, pid, 0, (void *)SIGSTOP);
     if ('t' != state || 0 != errno) {
         kill(pid, SIGKILL);     /* nothing half-started left behind */
         return PRTE_ERR_FAILED_TO_START;
+    }
+    if (!ours) {
+        struct timespec quarter = { 0, 250000000 };
+        nanosleep(&quarter, NULL);
     }
     if (NULL != child) {
         child->pid = pid;

@@ -129,6 +129,15 @@ ok $? "one rank exits 3: mpirun exits 3 both ways ($rc_default, $rc_pspawn)"
 msame exit3 "one rank exits 3: the same message"
 
 mboth abort salloc "-n 4 ./mpix abort"
+# Open MPI's own words: "You may or may not see output from other
+# processes, depending on exactly when Open MPI kills them": another rank
+# may report "*** An error occurred in Socket closed" before it is killed,
+# with either component (seen 2 times in 6 with the default).  Compared
+# without those reports.
+for m in default pspawn; do
+    tr -d '\000' <"$tmp/abort.$m" | sed -E '/^ ?\[[^]]*\] \*\*\* /d' >"$tmp/abort.$m.kept"
+    mv "$tmp/abort.$m.kept" "$tmp/abort.$m"
+done
 fail_alike abort "MPI_Abort"
 nothing_left "MPI_Abort: nothing left on the nodes"
 
