@@ -141,26 +141,4 @@ both exit3 "-n4 sh -c '[ \$SLURM_PROCID = 2 ] && exit 3; exit 0'"
 [ $rc_plain = 3 ] && [ $rc_pspawn = 3 ]
 ok $? "Slurm 22.05: one task exits 3: srun exits 3 both ways ($rc_plain, $rc_pspawn)"
 
-# Under a parallel debugger (--debugger-test takes srun's MPIR path),
-# slurmstepd stops each task at its exec: with --pspawn the stopped tasks
-# must be the program, not the shim (the plugin's srun side tells the step).
-# stopped_tasks: "COUNT EXE" for the stopped children of slurmstepd.
-stopped_tasks() {
-    ps -e -o stat=,pid= | awk '$1 ~ /^T/ {print $2}' | while read -r p; do
-        [ "$(ps -o comm= -p "$(ps -o ppid= -p "$p")")" = slurmstepd ] && readlink "/proc/$p/exe"
-    done | sort | uniq -c | awk '{print $1, $2}'
-}
-timeout 60 srun $binding --pspawn --debugger-test -n2 ./task wait >"$tmp/dbg" 2>&1 &
-dbg=$!
-for _ in $(seq 60); do
-    st=$(stopped_tasks)
-    [ -n "$st" ] && [ "${st%% *}" = 2 ] && break
-    sleep 0.5
-done
-scancel --state=RUNNING "$(squeue -h -o %i | head -1)" >/dev/null 2>&1
-wait $dbg 2>/dev/null
-[ "$st" = "2 $(readlink -f ./task)" ]
-ok $? "Slurm 22.05: under a parallel debugger the 2 stopped tasks are the program, not the shim ($st)" ||
-    diag_file "$tmp/dbg" 5
-
 tap_done
