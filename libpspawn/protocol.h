@@ -22,7 +22,11 @@
 #ifndef PSPAWN_PROTOCOL_H
 #define PSPAWN_PROTOCOL_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #define PSPAWN_MAGIC        0x70737077u /* "psp" + version 'w' */
 #define PSPAWN_REQ_MAX      64
@@ -155,5 +159,29 @@ struct wire_task {
     uint32_t has_cpuset;
     unsigned char cpuset[PSPAWN_CPUSET_BYTES];
 };
+
+/* Stand-in zygotes and the Slurm mover listen on abstract AF_UNIX names
+ * (no file to leave behind, gone with the listener).  Fills A for NAME;
+ * returns the address length, or -1 if NAME does not fit. */
+static inline int pspawn_abstract_addr(struct sockaddr_un *a, const char *name)
+{
+    memset(a, 0, sizeof *a);
+    a->sun_family = AF_UNIX;
+    size_t len = strlen(name);
+    if (len + 1 >= sizeof a->sun_path)
+        return -1;
+    memcpy(a->sun_path + 1, name, len);
+    return (int)(offsetof(struct sockaddr_un, sun_path) + 1 + len);
+}
+
+/* Whether the LEN-byte tokens A and B are equal, in a time that does not
+ * depend on where they differ. */
+static inline int pspawn_tokens_equal(const char *a, const char *b, size_t len)
+{
+    unsigned char d = 0;
+    for (size_t i = 0; i < len; i++)
+        d |= (unsigned char)(a[i] ^ b[i]);
+    return d == 0;
+}
 
 #endif

@@ -727,14 +727,6 @@ static void standin_reply(int fd, int kind, pid_t pid, int status)
     send(fd, &r, sizeof r, MSG_NOSIGNAL);
 }
 
-static int tokens_equal(const char *a, const char *b)
-{
-    unsigned char d = 0;
-    for (size_t i = 0; i < PSPAWN_TOKEN_LEN; i++)
-        d |= (unsigned char)(a[i] ^ b[i]);
-    return d == 0;
-}
-
 /* One stand-in's request: fork its task as our own child.  Returns 1 in the
  * task, 0 here. */
 static int standin_request(struct client *c, struct task_start *ts)
@@ -748,7 +740,7 @@ static int standin_request(struct client *c, struct task_start *ts)
     const struct wire_request *w = base;
     struct child_setup tmpl;
     int detail = 0, err = 0, errpipe[2] = { -1, -1 };
-    if (msg.size < sizeof *w || w->ntasks != 1 || !tokens_equal(w->token, P.token))
+    if (msg.size < sizeof *w || w->ntasks != 1 || !pspawn_tokens_equal(w->token, P.token, PSPAWN_TOKEN_LEN))
         err = EPERM;
     else if (pipe2(errpipe, O_CLOEXEC) < 0)
         err = errno;
@@ -799,12 +791,11 @@ static int standin_request(struct client *c, struct task_start *ts)
 static struct task_start serve_standin(void)
 {
     int lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    struct sockaddr_un addr = { .sun_family = AF_UNIX };
-    size_t len = strlen(P.listen_name);
-    if (lfd < 0 || len + 1 >= sizeof addr.sun_path)
+    struct sockaddr_un addr;
+    int alen = pspawn_abstract_addr(&addr, P.listen_name);
+    if (lfd < 0 || alen < 0)
         _exit(1);
-    memcpy(addr.sun_path + 1, P.listen_name, len);
-    if (bind(lfd, (struct sockaddr *)&addr, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len)) < 0 ||
+    if (bind(lfd, (struct sockaddr *)&addr, (socklen_t)alen) < 0 ||
         listen(lfd, 128) < 0) {
         send_ready(ZYGOTE_LISTEN_FAILED, errno);
         _exit(1);

@@ -79,23 +79,12 @@ static void __attribute__((noreturn)) exec_plain(const char *path, char **argv, 
     _exit(e);
 }
 
-static int abstract_addr(struct sockaddr_un *a, const char *name)
-{
-    memset(a, 0, sizeof *a);
-    a->sun_family = AF_UNIX;
-    size_t len = strlen(name);
-    if (len + 1 >= sizeof a->sun_path)
-        return -1;
-    memcpy(a->sun_path + 1, name, len);
-    return (int)(offsetof(struct sockaddr_un, sun_path) + 1 + len);
-}
-
 /* Connect to NAME, served by our own user only (anyone can squat an
  * abstract name). */
 static int connect_name(const char *name)
 {
     struct sockaddr_un a;
-    int len = abstract_addr(&a, name);
+    int len = pspawn_abstract_addr(&a, name);
     int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     if (fd < 0 || len < 0)
         return -1;
@@ -117,7 +106,7 @@ static int connect_name(const char *name)
 static int bind_name(const char *name, int do_listen)
 {
     struct sockaddr_un a;
-    int len = abstract_addr(&a, name);
+    int len = pspawn_abstract_addr(&a, name);
     int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     if (fd < 0 || len < 0)
         return -1;
@@ -288,7 +277,7 @@ static void __attribute__((noreturn)) exit_like(int status)
 static int move_task(const char *mover, pid_t task, const char *token)
 {
     struct sockaddr_un a;
-    int len = abstract_addr(&a, mover);
+    int len = pspawn_abstract_addr(&a, mover);
     int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     if (fd < 0 || len < 0)
         return fd < 0 ? errno : ENAMETOOLONG;

@@ -21,10 +21,12 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "pspawn_spank.h"
 #include "pspawn_cgroup.h"
+#include "protocol.h"
 
 static struct {
     pthread_t thread;
@@ -165,74 +167,97 @@ static int move(pid_t shim, pid_t pid, int *moved)
     return err;
 }
 
-static int tokens_equal(const char *a, const char *b)
+/*
+ * Connections are served side by side, so that a shim that connects and
+ * then stalls (stopped by `scontrol suspend`, or a process of the user's
+ * that only connects) holds up nobody else: each waits in a poll set for
+ * its request, at most REQUEST_WAIT_MS, while the others are answered.
+ */
+#define MAX_PENDING 256
+#define REQUEST_WAIT_MS 10000   /* a shim's request, after its connect */
+#define DRAIN_WAIT_MS 200       /* a refused peer's request, after our reply */
+
+struct conn {
+    int fd;
+    int refused;                /* replied already; only its request to take */
+    pid_t peer;
+    uid_t peer_uid;
+    long long deadline;         /* ms, CLOCK_MONOTONIC */
+};
+
+static struct conn pending[MAX_PENDING];
+static int n_pending;
+
+static long long now_ms(void)
 {
-    unsigned char d = 0;
-    for (size_t i = 0; i < PSPAWN_MOVER_TOKEN; i++)
-        d |= (unsigned char)(a[i] ^ b[i]);
-    return d == 0;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Whether FD has a request within 10 s; not when the mover is asked to
- * stop meanwhile (slurmstepd is ending the step). */
-static int request_ready(int fd)
+static void reply(struct conn *c, int err, int moved)
 {
-    struct pollfd p[2] = { { fd, POLLIN, 0 }, { mv.stop[0], POLLIN, 0 } };
-    return poll(p, 2, 10000) > 0 && !p[1].revents && (p[0].revents & POLLIN);
+    struct pspawn_mover_reply r = { PSPAWN_MOVER_MAGIC, err, moved };
+    if (err == EPERM)
+        slurm_error("pspawn: mover: refused a request from pid %d uid %d", (int)c->peer,
+                    (int)c->peer_uid);
+    send(c->fd, &r, sizeof r, MSG_NOSIGNAL);
 }
 
-/* One shim's connection: one request, one reply. */
-static void serve(int fd)
+/* A new connection: others are answered at once, without waiting for
+ * their request (their send may then fail; the reply is still theirs to
+ * read).  Those are kept a moment, to take the request they may still
+ * send: one unread when we close would make the sender's socket report
+ * ECONNRESET instead of our reply. */
+static void admit(int fd)
 {
-    struct ucred peer;
+    struct ucred peer = { 0, (uid_t)-1, (gid_t)-1 };
     socklen_t plen = sizeof peer;
-    struct pspawn_mover_reply r = { PSPAWN_MOVER_MAGIC, 0, 0 };
-    struct pspawn_mover_req q;
-    struct pollfd p = { fd, POLLIN, 0 };
     uid_t u;
-    /* Others are answered at once, without waiting for their request
-     * (their send may then fail; the reply is still theirs to read). */
-    int got = 0;
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &plen) < 0 || peer.uid != mv.uid ||
-        parent_of(peer.pid, &u) != getpid()) {
-        r.err = EPERM;
-    } else if (!(got = request_ready(fd) && recv(fd, &q, sizeof q, 0) == (ssize_t)sizeof q) ||
+    struct conn *c = &pending[n_pending++];
+    int ok = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &plen) == 0 &&
+             peer.uid == mv.uid && parent_of(peer.pid, &u) == getpid();
+    *c = (struct conn){ fd, !ok, peer.pid, peer.uid,
+                        now_ms() + (ok ? REQUEST_WAIT_MS : DRAIN_WAIT_MS) };
+    if (!ok) {
+        reply(c, EPERM, 0);
+        shutdown(fd, SHUT_WR);
+    }
+}
+
+/* C's request has come (READY), or its time is up: answer it, and end it. */
+static void finish(struct conn *c, int ready)
+{
+    struct pspawn_mover_req q;
+    if (c->refused) {
+        if (ready)
+            recv(c->fd, &q, sizeof q, MSG_DONTWAIT);
+    } else if (!ready || recv(c->fd, &q, sizeof q, MSG_DONTWAIT) != (ssize_t)sizeof q ||
                q.magic != PSPAWN_MOVER_MAGIC) {
-        r.err = EPROTO;
-    } else if (!tokens_equal(q.token, mv.token) || !ours(q.pid)) {
-        r.err = EPERM;
+        reply(c, EPROTO, 0);
+    } else if (!pspawn_tokens_equal(q.token, mv.token, PSPAWN_MOVER_TOKEN) || !ours(q.pid)) {
+        reply(c, EPERM, 0);
     } else {
         int moved;
-        r.err = move(peer.pid, q.pid, &moved);
-        r.moved = moved;
+        int err = move(c->peer, q.pid, &moved);
+        reply(c, err, moved);
     }
-    if (r.err == EPERM)
-        slurm_error("pspawn: mover: refused a request from pid %d uid %d", (int)peer.pid,
-                    (int)peer.uid);
-    send(fd, &r, sizeof r, MSG_NOSIGNAL);
-    if (r.err == EPERM && !got) {
-        /* A request still unread when we close would make the sender's
-         * socket report ECONNRESET instead of our reply: take it (briefly
-         * waiting for it) first. */
-        shutdown(fd, SHUT_WR);
-        if (poll(&p, 1, 200) == 1)
-            recv(fd, &q, sizeof q, MSG_DONTWAIT);
-    }
+    close(c->fd);
+    *c = pending[--n_pending];
 }
 
 static int listen_name(const char *name)
 {
-    struct sockaddr_un a = { .sun_family = AF_UNIX };
-    size_t len = strlen(name);
-    if (len + 1 >= sizeof a.sun_path) {
+    struct sockaddr_un a;
+    int alen = pspawn_abstract_addr(&a, name);
+    if (alen < 0) {
         errno = ENAMETOOLONG;
         return -1;
     }
-    memcpy(a.sun_path + 1, name, len);
     int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -1;
-    if (bind(fd, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len)) < 0 ||
+    if (bind(fd, (struct sockaddr *)&a, (socklen_t)alen) < 0 ||
         listen(fd, 128) < 0) {
         int e = errno;
         close(fd);
@@ -252,22 +277,41 @@ static void *mover_main(void *arg)
         ;
     if (err)
         return NULL;
+    struct pollfd p[2 + MAX_PENDING];
     for (;;) {
-        struct pollfd p[2] = { { mv.lfd, POLLIN, 0 }, { mv.stop[0], POLLIN, 0 } };
-        if (poll(p, 2, -1) < 0) {
+        /* Stop taking connections while the set is full: they wait in the
+         * listen queue. */
+        p[0] = (struct pollfd){ n_pending < MAX_PENDING ? mv.lfd : -1, POLLIN, 0 };
+        p[1] = (struct pollfd){ mv.stop[0], POLLIN, 0 };
+        long long now = now_ms(), wait = -1;
+        for (int i = 0; i < n_pending; i++) {
+            p[2 + i] = (struct pollfd){ pending[i].fd, POLLIN, 0 };
+            long long left = pending[i].deadline > now ? pending[i].deadline - now : 0;
+            if (wait < 0 || left < wait)
+                wait = left;
+        }
+        int nfds = 2 + n_pending;
+        if (poll(p, (nfds_t)nfds, (int)wait) < 0) {
             if (errno == EINTR)
                 continue;
             break;
         }
         if (p[1].revents)
             break;
+        /* From the end, as finish() moves the last entry into the slot. */
+        now = now_ms();
+        for (int i = nfds - 3; i >= 0; i--)
+            if (p[2 + i].revents || pending[i].deadline <= now)
+                finish(&pending[i], p[2 + i].revents != 0);
         if (p[0].revents & POLLIN) {
             int fd = accept4(mv.lfd, NULL, NULL, SOCK_CLOEXEC);
-            if (fd >= 0) {
-                serve(fd);
-                close(fd);
-            }
+            if (fd >= 0)
+                admit(fd);
         }
+    }
+    while (n_pending > 0) {
+        close(pending[n_pending - 1].fd);
+        n_pending--;
     }
     close(mv.lfd);
     mv.lfd = -1;

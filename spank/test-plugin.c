@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <linux/magic.h>
+#include <poll.h>
 #include <stddef.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -34,6 +35,7 @@
 #include <slurm/slurm.h>
 
 #include "pspawn_cgroup.h"
+#include "protocol.h"
 
 static int n_tests, n_failed;
 
@@ -544,15 +546,14 @@ static struct mover_result ask_mover(const char *name, uid_t uid, const char *to
             _exit(1);
         usleep(20000);  /* the task has joined its cgroup and changed its uid */
         struct mover_result r = { -1, -1, "" };
-        struct sockaddr_un a = { .sun_family = AF_UNIX };
-        memcpy(a.sun_path + 1, name, strlen(name));
+        struct sockaddr_un a;
+        int alen = pspawn_abstract_addr(&a, name);
         int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
         struct pspawn_mover_req q = { PSPAWN_MOVER_MAGIC, task ? task : t, { 0 } };
         snprintf(q.token, sizeof q.token, "%s", token);
         struct pspawn_mover_reply rep;
         /* A refusal may come before our send, which then fails: read it. */
-        if (connect(fd, (struct sockaddr *)&a,
-                    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(name))) == 0 &&
+        if (alen > 0 && connect(fd, (struct sockaddr *)&a, (socklen_t)alen) == 0 &&
             (send(fd, &q, sizeof q, MSG_NOSIGNAL) == (ssize_t)sizeof q || errno == EPIPE ||
              errno == ECONNRESET) &&
             recv(fd, &rep, sizeof rep, 0) == (ssize_t)sizeof rep) {
@@ -577,6 +578,46 @@ static struct mover_result ask_mover(const char *name, uid_t uid, const char *to
     close(rp[0]);
     waitpid(shim, NULL, 0);
     return res;
+}
+
+/* Play a stalled shim: a child of ours running as UID connects to the
+ * mover NAME and sends nothing until told (a byte on the returned pipe's
+ * write end); it then reports whether any reply had come meanwhile (1: none
+ * had) on the same pipe pair and exits.  *PID is the child. */
+struct staller {
+    pid_t pid;
+    int tell, hear;
+};
+
+static struct staller stall_mover(const char *name, uid_t uid)
+{
+    struct staller st = { -1, -1, -1 };
+    int to[2], from[2];
+    if (pipe(to) < 0 || pipe(from) < 0)
+        return st;
+    st.pid = fork();
+    if (st.pid == 0) {
+        close(to[1]);
+        close(from[0]);
+        char verdict = 0, c;
+        struct sockaddr_un a;
+        int alen = pspawn_abstract_addr(&a, name);
+        if (setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
+            _exit(1);
+        int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+        verdict = alen > 0 && connect(fd, (struct sockaddr *)&a, (socklen_t)alen) == 0 ? 'c' : 'x';
+        (void)!write(from[1], &verdict, 1);        /* connected */
+        (void)!read(to[0], &c, 1);
+        struct pollfd p = { fd, POLLIN, 0 };
+        verdict = poll(&p, 1, 0) == 0 ? 1 : 0;
+        (void)!write(from[1], &verdict, 1);
+        _exit(0);
+    }
+    close(to[0]);
+    close(from[1]);
+    st.tell = to[1];
+    st.hear = from[0];
+    return st;
 }
 
 /* Where to make test cgroups: v1's cpuset hierarchy, or v2's. */
@@ -659,6 +700,25 @@ static void test_mover(void)
        r.err);
     r = ask_mover(name, 0, token, 0, NULL, NULL);
     ok(r.err == EPERM, "a shim of another uid (root) is refused (err %d)", r.err);
+
+    /* A shim that connects and stalls (suspended, say) holds up nobody:
+     * the next one is answered while it still waits for its reply. */
+    struct staller st = stall_mover(name, user);
+    char c = 0, none = 0;
+    int connected = st.pid > 0 && read(st.hear, &c, 1) == 1 && c == 'c';
+    r = ask_mover(name, user, token, 0, NULL, NULL);
+    if (st.pid > 0) {
+        (void)!write(st.tell, "", 1);
+        if (read(st.hear, &none, 1) != 1)
+            none = 0;
+        waitpid(st.pid, NULL, 0);
+        close(st.tell);
+        close(st.hear);
+    }
+    ok(connected && r.err == 0 && none == 1,
+       "a shim that connected and stalls does not hold up the next: it is answered (err %d) "
+       "while the first still has no reply (%s)", r.err,
+       !connected ? "no stalled connection" : none ? "none" : "it had one");
 
     /* A real move: the shim in cgroup a, its task in b. */
     char cpus[256], mems[256], dir[PATH_MAX], a[PATH_MAX + 8], b[PATH_MAX + 8];
