@@ -99,12 +99,46 @@ export PSPAWN_PROXY=$proxy
 # More tasks than this host's CPUs: task/affinity cannot bind them to cores.
 binding=--cpu-bind=none
 
-# both NAME ARGS: `srun ARGS` and `srun --pspawn ARGS`, outputs and codes.
+# snapshot: the step's processes, where each waits, and slurmd's log tail.
+snapshot() {
+    ps -e -o stat,pid,ppid,pgid,wchan:24,args | grep -E "^STAT|slurmstepd|srun|pspawn|$tmp/work" |
+        grep -vE "grep|docker-init" | sed 's/^/  /'
+    for p in $(pgrep -f 'pspawn-shim|slurmstepd|/work/(task|probe)'); do
+        echo "  $p $(cat /proc/$p/comm 2>/dev/null): $(grep -E '^State' /proc/$p/status 2>/dev/null)"
+        ls -l /proc/$p/fd 2>/dev/null | awk 'NR > 1 {print "    fd", $9, $11}'
+    done
+    tail -n 30 "$tmp/slurmd.log" | sed 's/^/  slurmd: /'
+}
+
+# watched OUT CMD: runs CMD (timed out at 60 s) into OUT; if it still runs
+# after 50 s, what the node's processes were doing goes to OUT.hang.
+watched() {
+    eval "timeout 60 $2" >"$1" 2>&1 &
+    w_pid=$!
+    (sleep 50; kill -0 $w_pid 2>/dev/null && snapshot >"$1.hang" 2>&1) &
+    w_watch=$!
+    wait $w_pid
+    w_rc=$?
+    kill $w_watch 2>/dev/null
+    return $w_rc
+}
+
+# both NAME ARGS: `srun ARGS` and `srun --pspawn ARGS`, outputs and codes;
+# $tmp/NAME.{plain,pspawn}.hang for a step that hung.
 both() {
-    eval "timeout 60 srun $binding $2" >"$tmp/$1.plain" 2>&1
+    watched "$tmp/$1.plain" "srun $binding $2"
     rc_plain=$?
-    eval "timeout 60 srun $binding --pspawn $2" >"$tmp/$1.pspawn" 2>&1
+    watched "$tmp/$1.pspawn" "srun $binding --pspawn $2"
     rc_pspawn=$?
+}
+
+# diag_both NAME: outputs of both runs, and the snapshot of one that hung.
+diag_both() {
+    for w in plain pspawn; do
+        echo "# srun ($w):"
+        diag_file "$tmp/$1.$w" 10
+        [ -s "$tmp/$1.$w.hang" ] && { echo "# it hung; at 50 s:"; diag_file "$tmp/$1.$w.hang" 80; }
+    done
 }
 
 both used "-n4 ./probe"
@@ -112,7 +146,7 @@ n_used=$(grep -c '^x.proxy_mapped=1' "$tmp/used.pspawn")
 n_plain=$(grep -c '^x.proxy_mapped=0' "$tmp/used.plain")
 [ "$n_used" = 4 ] && [ "$n_plain" = 4 ]
 ok $? "Slurm 22.05: --pspawn's 4 tasks are forks of a zygote ($n_used), plain srun's are not ($n_plain)" ||
-    { diag_file "$tmp/used.plain" 5; diag_file "$tmp/used.pspawn" 5; tail -n 15 "$tmp/slurmd.log" | sed 's/^/# /'; }
+    diag_both used
 # What differs between two plain steps (ids, ports) is left out.
 timeout 60 srun $binding -n4 ./probe >"$tmp/used.plain2" 2>&1
 diff "$tmp/used.plain" "$tmp/used.plain2" | grep '^[<>]' | cut -c3- | cut -d= -f1 | sort -u >"$tmp/keys"
@@ -135,10 +169,10 @@ ok $? "Slurm 22.05: argv[0] as slurmstepd would exec it, though the plugin repla
 
 both label "-n4 -l ./task print x"
 [ $rc_plain = 0 ] && [ $rc_pspawn = 0 ] && [ "$(sort "$tmp/label.plain")" = "$(sort "$tmp/label.pspawn")" ]
-ok $? "Slurm 22.05: -l output labels equal, both exit 0 ($rc_plain, $rc_pspawn)"
+ok $? "Slurm 22.05: -l output labels equal, both exit 0 ($rc_plain, $rc_pspawn)" || diag_both label
 
 both exit3 "-n4 sh -c '[ \$SLURM_PROCID = 2 ] && exit 3; exit 0'"
 [ $rc_plain = 3 ] && [ $rc_pspawn = 3 ]
-ok $? "Slurm 22.05: one task exits 3: srun exits 3 both ways ($rc_plain, $rc_pspawn)"
+ok $? "Slurm 22.05: one task exits 3: srun exits 3 both ways ($rc_plain, $rc_pspawn)" || diag_both exit3
 
 tap_done
