@@ -137,7 +137,7 @@ diag_both() {
     for w in plain pspawn; do
         echo "# srun ($w):"
         diag_file "$tmp/$1.$w" 10
-        [ -s "$tmp/$1.$w.hang" ] && { echo "# it hung; at 50 s:"; diag_file "$tmp/$1.$w.hang" 80; }
+        [ -s "$tmp/$1.$w.hang" ] && { echo "# it hung (or found nothing); then:"; diag_file "$tmp/$1.$w.hang" 80; }
     done
 }
 
@@ -174,5 +174,35 @@ ok $? "Slurm 22.05: -l output labels equal, both exit 0 ($rc_plain, $rc_pspawn)"
 both exit3 "-n4 sh -c '[ \$SLURM_PROCID = 2 ] && exit 3; exit 0'"
 [ $rc_plain = 3 ] && [ $rc_pspawn = 3 ]
 ok $? "Slurm 22.05: one task exits 3: srun exits 3 both ways ($rc_plain, $rc_pspawn)" || diag_both exit3
+
+# Under a parallel debugger (--debugger-test takes srun's MPIR path),
+# slurmstepd stops each task at its exec: with --pspawn the stopped tasks
+# must be the program, as with plain srun, not the shim (the plugin's srun
+# side tells the step to exec them).
+# stopped_tasks: "COUNT EXE" of the stopped children of a slurmstepd.
+stopped_tasks() {
+    steps=" $(pgrep -d ' ' -x slurmstepd) "
+    ps -e -o stat=,ppid=,pid= | while read -r st pp p; do
+        case $st in T*) case $steps in *" $pp "*) readlink "/proc/$p/exe" ;; esac ;; esac
+    done | sort | uniq -c | awk '{print $1, $2}'
+}
+for m in plain pspawn; do
+    opt=; [ $m = pspawn ] && opt=--pspawn
+    timeout 60 srun $binding $opt --debugger-test -n2 ./task wait >"$tmp/dbg.$m" 2>&1 &
+    dbg=$!
+    for _ in $(seq 60); do
+        st=$(stopped_tasks)
+        [ "${st%% *}" = 2 ] && break
+        sleep 0.5
+    done
+    echo "$st" >"$tmp/dbg-state.$m"
+    [ "${st%% *}" = 2 ] || snapshot >"$tmp/dbg.$m.hang" 2>&1
+    scancel --state=RUNNING "$(squeue -h -o %i | head -1)" >/dev/null 2>&1
+    wait $dbg 2>/dev/null
+done
+want="2 $(readlink -f ./task)"
+[ "$(cat "$tmp/dbg-state.plain")" = "$want" ] && [ "$(cat "$tmp/dbg-state.pspawn")" = "$want" ]
+ok $? "Slurm 22.05: under a parallel debugger the 2 stopped tasks are the program, as with plain srun ($(cat "$tmp/dbg-state.pspawn"))" ||
+    diag_both dbg
 
 tap_done
