@@ -2,7 +2,7 @@
  * forkcost - what fork and exit alone cost for a process with many
  * libraries loaded: the floor under any zygote-based launcher.
  *
- *   forkcost 'GLOB' [--merge-ro]
+ *   forkcost 'GLOB' [--merge-ro | --cow PAGES]
  *
  * dlopens every file GLOB matches (RTLD_NOW | RTLD_GLOBAL, as a zygote
  * holds them), then times 200 times fork() alone, and 200 times fork()
@@ -11,7 +11,13 @@
  * files executable (r--p -> r-xp), so that each library's adjacent
  * read-only and text mappings merge, and times it again: an experiment
  * (it changes /proc/self/maps and makes read-only data executable), not
- * something libpspawn does.  Built by `make` (noinst); for example
+ * something libpspawn does.  With --cow PAGES it times fork + _exit +
+ * waitpid again with the child first writing one byte to each of PAGES
+ * pages that the parent has written (so each write is a copy-on-write
+ * fault), and prints the difference per page: what one copy-on-write
+ * fault costs here, which a task of the zygote pays for every page of
+ * library data and loader state it writes (bench/faults.py counts them).
+ * Built by `make` (noinst); for example
  *
  *   _build/bench/bench/forkcost "_build/bench/work/libs-500/lib/lib*.so"
  */
@@ -46,21 +52,50 @@ static int count_maps(void)
     return n;
 }
 
-/* ms per fork() call, and per fork + _exit + waitpid. */
-static void measure(const char *what)
+/* ms per fork() call, and per fork + _exit + waitpid (returned); the
+ * child first writes one byte to each of the NCOW pages at COW. */
+static double measure(const char *what, volatile char *cow, long ncow)
 {
     double in_fork = 0, t0 = now_ms();
+    long page = sysconf(_SC_PAGESIZE);
     for (int i = 0; i < ROUNDS; i++) {
         double a = now_ms();
         pid_t p = fork();
-        if (p == 0)
+        if (p == 0) {
+            for (long k = 0; k < ncow; k++)
+                cow[k * page] = 2;
             _exit(0);
+        }
         in_fork += now_ms() - a;
         waitpid(p, NULL, 0);
     }
     double total = now_ms() - t0;
     printf("%-28s %5d mappings: fork() %.3f ms, fork + _exit + waitpid %.3f ms\n", what,
            count_maps(), in_fork / ROUNDS, total / ROUNDS);
+    return total / ROUNDS;
+}
+
+/* What one copy-on-write fault costs: fork + _exit + waitpid with and
+ * without the child writing to NPAGES shared pages, three pairs. */
+static int cow_cost(long npages)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    char *m = mmap(NULL, (size_t)(npages * page), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) {
+        perror("forkcost: mmap");
+        return 1;
+    }
+    memset(m, 1, (size_t)(npages * page));
+    char what[64];
+    snprintf(what, sizeof what, "child writes %ld pages:", npages);
+    for (int pair = 0; pair < 3; pair++) {
+        double plain = measure("child writes nothing:", m, 0);
+        double cow = measure(what, m, npages);
+        printf("  one copy-on-write fault: %.2f us\n", (cow - plain) * 1e3 / (double)npages);
+    }
+    munmap(m, (size_t)(npages * page));
+    return 0;
 }
 
 static int merge_read_only(glob_t *g)
@@ -90,7 +125,7 @@ static int merge_read_only(glob_t *g)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: forkcost 'GLOB' [--merge-ro]\n");
+        fprintf(stderr, "usage: forkcost 'GLOB' [--merge-ro | --cow PAGES]\n");
         return 2;
     }
     glob_t g;
@@ -105,11 +140,17 @@ int main(int argc, char **argv)
         else
             fprintf(stderr, "forkcost: %s\n", dlerror());
     printf("%zu of %zu libraries loaded\n", loaded, g.gl_pathc);
-    measure("as loaded:");
+    int rc = 0;
+    measure("as loaded:", NULL, 0);
     if (argc > 2 && strcmp(argv[2], "--merge-ro") == 0) {
         printf("%d read-only mappings made r-x\n", merge_read_only(&g));
-        measure("read-only mappings merged:");
+        measure("read-only mappings merged:", NULL, 0);
+    } else if (argc > 3 && strcmp(argv[2], "--cow") == 0) {
+        long n = strtol(argv[3], NULL, 10);
+        rc = n > 0 ? cow_cost(n) : 2;
+        if (n <= 0)
+            fprintf(stderr, "forkcost: --cow wants a number of pages, not %s\n", argv[3]);
     }
     globfree(&g);
-    return 0;
+    return rc;
 }

@@ -9,5 +9,5 @@ bench_spawnbench_LDFLAGS = $(AM_LDFLAGS) -no-install
 noinst_PROGRAMS += bench/forkcost
 bench_forkcost_SOURCES = bench/forkcost.c
 bench_forkcost_LDADD = -ldl
-EXTRA_DIST += bench/genlibs.py bench/README.md bench/suite bench/suite.py \
+EXTRA_DIST += bench/genlibs.py bench/faults.py bench/README.md bench/suite bench/suite.py \
 	bench/plots.py bench/genpymods.py
