@@ -141,14 +141,21 @@ diag_both() {
     done
 }
 
-both used "-n4 ./probe"
+# Each task's report (~4.5 KB under srun, over PIPE_BUF) can reach srun in
+# two reads, and unlabelled output of four tasks may then interleave in
+# the middle of a line: -l makes srun print whole lines; the labels go.
+unlabel() { sed -E 's/^ *[0-9]+: //' "$1" >"$1.u" && mv "$1.u" "$1"; }
+both used "-n4 -l ./probe"
+unlabel "$tmp/used.plain"
+unlabel "$tmp/used.pspawn"
 n_used=$(grep -c '^x.proxy_mapped=1' "$tmp/used.pspawn")
 n_plain=$(grep -c '^x.proxy_mapped=0' "$tmp/used.plain")
 [ "$n_used" = 4 ] && [ "$n_plain" = 4 ]
 ok $? "Slurm 22.05: --pspawn's 4 tasks are forks of a zygote ($n_used), plain srun's are not ($n_plain)" ||
     diag_both used
 # What differs between two plain steps (ids, ports) is left out.
-timeout 60 srun $binding -n4 ./probe >"$tmp/used.plain2" 2>&1
+timeout 60 srun $binding -n4 -l ./probe >"$tmp/used.plain2" 2>&1
+unlabel "$tmp/used.plain2"
 diff "$tmp/used.plain" "$tmp/used.plain2" | grep '^[<>]' | cut -c3- | cut -d= -f1 | sort -u >"$tmp/keys"
 flt() { grep -vE '^(x\.|parent\.|pgrp\.|probe=)' "$1" | awk -F= 'NR == FNR { k[$1]; next } !($1 in k)' "$tmp/keys" - | sort; }
 flt "$tmp/used.plain" >"$tmp/a"

@@ -3,7 +3,13 @@
 . "$(dirname "$0")/lib.sh"
 
 # The fast path is really taken: the tasks are forks of a zygote.
-both used "-N3 -n6 ./probe"
+# Each task's report (~4.5 KB, over PIPE_BUF) can reach srun in two reads,
+# and unlabelled output of several tasks may then interleave in the middle
+# of a line: -l makes srun print whole lines; the labels go.
+unlabel() { sed -E 's/^ *[0-9]+: //' "$1" >"$1.u" && mv "$1.u" "$1"; }
+both used "-N3 -n6 -l ./probe"
+unlabel "$tmp/used.plain"
+unlabel "$tmp/used.pspawn"
 n_used=$(grep -c '^x.proxy_mapped=1' "$tmp/used.pspawn")
 n_plain=$(grep -c '^x.proxy_mapped=0' "$tmp/used.plain")
 [ "$n_used" = 6 ] && [ "$n_plain" = 6 ]
@@ -12,7 +18,8 @@ ok $? "--pspawn: all 6 tasks are forks of a zygote ($n_used), plain: none ($n_pl
 # Everything but the parent, pids and the proxy mapping is as after exec;
 # and but what differs between two plain steps (job ids, ports...): found
 # by running the plain step a second time.
-ax "srun -N3 -n6 ./probe" >"$tmp/used.plain2" 2>&1
+ax "srun -N3 -n6 -l ./probe" >"$tmp/used.plain2" 2>&1
+unlabel "$tmp/used.plain2"
 diff <(sort "$tmp/used.plain") <(sort "$tmp/used.plain2") | grep '^[<>]' | cut -c3- | cut -d= -f1 |
     sort -u >"$tmp/per-run-keys"
 diag "per-run keys: $(tr '\n' ' ' <"$tmp/per-run-keys")"
