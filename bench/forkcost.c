@@ -17,6 +17,8 @@
  * fault), and prints the difference per page: what one copy-on-write
  * fault costs here, which a task of the zygote pays for every page of
  * library data and loader state it writes (bench/faults.py counts them).
+ * PAGES must be large enough (hundreds) for the copies to outweigh the
+ * noise of fork and exit themselves.
  * Built by `make` (noinst); for example
  *
  *   _build/bench/bench/forkcost "_build/bench/work/libs-500/lib/lib*.so"
@@ -128,6 +130,19 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: forkcost 'GLOB' [--merge-ro | --cow PAGES]\n");
         return 2;
     }
+    long ncow = 0;
+    int merge = argc > 2 && strcmp(argv[2], "--merge-ro") == 0;
+    if (argc > 2 && strcmp(argv[2], "--cow") == 0) {
+        ncow = argc > 3 ? strtol(argv[3], NULL, 10) : 0;
+        if (ncow <= 0) {
+            fprintf(stderr, "forkcost: --cow wants a number of pages, not '%s'\n",
+                    argc > 3 ? argv[3] : "");
+            return 2;
+        }
+    } else if (argc > 2 && !merge) {
+        fprintf(stderr, "forkcost: unknown option %s\n", argv[2]);
+        return 2;
+    }
     glob_t g;
     if (glob(argv[1], 0, NULL, &g) != 0) {
         fprintf(stderr, "forkcost: nothing matches %s\n", argv[1]);
@@ -142,14 +157,11 @@ int main(int argc, char **argv)
     printf("%zu of %zu libraries loaded\n", loaded, g.gl_pathc);
     int rc = 0;
     measure("as loaded:", NULL, 0);
-    if (argc > 2 && strcmp(argv[2], "--merge-ro") == 0) {
+    if (merge) {
         printf("%d read-only mappings made r-x\n", merge_read_only(&g));
         measure("read-only mappings merged:", NULL, 0);
-    } else if (argc > 3 && strcmp(argv[2], "--cow") == 0) {
-        long n = strtol(argv[3], NULL, 10);
-        rc = n > 0 ? cow_cost(n) : 2;
-        if (n <= 0)
-            fprintf(stderr, "forkcost: --cow wants a number of pages, not %s\n", argv[3]);
+    } else if (ncow > 0) {
+        rc = cow_cost(ncow);
     }
     globfree(&g);
     return rc;
