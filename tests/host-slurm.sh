@@ -115,7 +115,8 @@ snapshot() {
 watched() {
     eval "timeout 60 $2" >"$1" 2>&1 &
     w_pid=$!
-    (sleep 50; kill -0 $w_pid 2>/dev/null && snapshot >"$1.hang" 2>&1) &
+    # (its output nowhere: a sleep left behind would hold the reader of ours)
+    (sleep 50; kill -0 $w_pid 2>/dev/null && snapshot >"$1.hang" 2>&1) >/dev/null 2>&1 &
     w_watch=$!
     wait $w_pid
     w_rc=$?
