@@ -200,8 +200,9 @@ msame forced "PSPAWN_FORCE_EXEC=1: the same output as the default component"
 # stopped (T), no longer traced, prted's children, the loader not run yet
 # (no libc mapped), and no zygote.  Once let go (SIGCONT, as a debugger
 # would) the job runs as usual.  The default itself races with prted's
-# SIGCHLD handler for the exec stop and once in a while loses (the rank is
-# taken for dead, mpirun exits 255): its run is tried twice.
+# SIGCHLD handler for the exec stop and often loses (the rank is taken for
+# dead, mpirun exits 255; 3 runs of 8 on a 2-core AMD VM, where pspawn's
+# passed 8 of 8): its run is tried up to 6 times.
 stopped_ranks='for p in $(pgrep -u alice -x mpix); do
     echo "$(awk "/^State/{print \$2}" /proc/$p/status) tracer=$(awk "/^TracerPid/{print \$2}" /proc/$p/status) libc=$(grep -c /libc /proc/$p/maps) parent=$(ps -o comm= -p $(ps -o ppid= -p $p))"
     kill -CONT $p
@@ -220,10 +221,10 @@ soe() {
     wait
 }
 soe pspawn
-for _ in 1 2; do
+for try in 1 2 3 4 5 6; do
     soe default
     grep -q '^rc=0$' "$tmp/soe.default" && break
-    diag "--stop-on-exec: the default component failed this run; once more"
+    diag "--stop-on-exec: the default component failed run $try (its own race)"
 done
 want=$(printf 'T tracer=0 libc=0 parent=prted\n%.0s' 1 2 3 4)
 [ "$(cat "$tmp/soe-state.pspawn")" = "$want" ] && [ "$(cat "$tmp/soe-state.default")" = "$want" ]
