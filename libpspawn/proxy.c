@@ -740,7 +740,8 @@ static int standin_request(struct client *c, struct task_start *ts)
     const struct wire_request *w = base;
     struct child_setup tmpl;
     int detail = 0, err = 0, errpipe[2] = { -1, -1 };
-    if (msg.size < sizeof *w || w->ntasks != 1 || !pspawn_tokens_equal(w->token, P.token, PSPAWN_TOKEN_LEN))
+    if (msg.size < sizeof *w || w->ntasks != 1 ||
+        !pspawn_tokens_equal(w->token, P.token, PSPAWN_TOKEN_LEN))
         err = EPERM;
     else if (pipe2(errpipe, O_CLOEXEC) < 0)
         err = errno;

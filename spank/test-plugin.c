@@ -580,10 +580,10 @@ static struct mover_result ask_mover(const char *name, uid_t uid, const char *to
     return res;
 }
 
-/* Play a stalled shim: a child of ours running as UID connects to the
- * mover NAME and sends nothing until told (a byte on the returned pipe's
- * write end); it then reports whether any reply had come meanwhile (1: none
- * had) on the same pipe pair and exits.  *PID is the child. */
+/* Play a stalled shim: a child of ours (PID) running as UID connects to
+ * the mover NAME, says 'c' on HEAR once connected, and sends nothing until
+ * told (a byte on TELL); it then says on HEAR whether any reply had come
+ * meanwhile (1: none had) and exits. */
 struct staller {
     pid_t pid;
     int tell, hear;

@@ -142,10 +142,7 @@ diag_both() {
     done
 }
 
-# Each task's report (~4.5 KB under srun, over PIPE_BUF) can reach srun in
-# two reads, and unlabelled output of four tasks may then interleave in
-# the middle of a line: -l makes srun print whole lines; the labels go.
-unlabel() { sed -E 's/^ *[0-9]+: //' "$1" >"$1.u" && mv "$1.u" "$1"; }
+# With -l, and the labels removed (unlabel, taplib.sh, says why).
 both used "-n4 -l ./probe"
 unlabel "$tmp/used.plain"
 unlabel "$tmp/used.pspawn"

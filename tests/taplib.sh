@@ -37,6 +37,12 @@ diag() {
 }
 
 # diag_file FILE [LINES]: show a file's beginning as diagnostics.
+# unlabel FILE: srun -l output without its "N: " labels, in place.  (A
+# probe's report, ~4.5 KB under srun, is over PIPE_BUF: it can reach srun
+# in two reads, and unlabelled output of several tasks may then interleave
+# in the middle of a line; -l makes srun print whole lines.)
+unlabel() { sed -E 's/^ *[0-9]+: //' "$1" >"$1.u" && mv "$1.u" "$1"; }
+
 diag_file() {
     if [ -s "$1" ]; then
         head -n "${2:-20}" "$1" | sed 's/^/#   | /'

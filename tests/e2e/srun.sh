@@ -3,10 +3,7 @@
 . "$(dirname "$0")/lib.sh"
 
 # The fast path is really taken: the tasks are forks of a zygote.
-# Each task's report (~4.5 KB, over PIPE_BUF) can reach srun in two reads,
-# and unlabelled output of several tasks may then interleave in the middle
-# of a line: -l makes srun print whole lines; the labels go.
-unlabel() { sed -E 's/^ *[0-9]+: //' "$1" >"$1.u" && mv "$1.u" "$1"; }
+# With -l, and the labels removed (unlabel, taplib.sh, says why).
 both used "-N3 -n6 -l ./probe"
 unlabel "$tmp/used.plain"
 unlabel "$tmp/used.pspawn"
