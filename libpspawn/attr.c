@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -173,6 +174,25 @@ int pspawn_attr_setrlimit(pspawn_attr_t *attr, int resource, const struct rlimit
     return 0;
 }
 
+int pspawn_attr_setmempolicy(pspawn_attr_t *attr, int mode, const unsigned long *nodemask,
+                             unsigned long maxnode)
+{
+    struct pspawn_attr_impl *a = attr->impl;
+    if (!a || mode < 0 || (maxnode && !nodemask))
+        return EINVAL;
+    memset(a->nodemask, 0, sizeof a->nodemask);
+    const unsigned long bits = 8 * sizeof nodemask[0];
+    for (unsigned long n = 0; n < maxnode; n++)
+        if ((nodemask[n / bits] >> (n % bits)) & 1) {
+            if (n >= 8 * sizeof a->nodemask)
+                return EINVAL;
+            a->nodemask[n / 8] |= (unsigned char)(1u << (n % 8));
+        }
+    a->mempolicy = mode;
+    a->set |= ATTR_MEMPOLICY;
+    return 0;
+}
+
 int pspawn_attr_setflags(pspawn_attr_t *attr, unsigned flags)
 {
     if (!attr->impl || (flags & ~(PSPAWN_PIDFD | PSPAWN_FORCE_EXEC | PSPAWN_TRACEME)))
@@ -277,6 +297,18 @@ int pspawn_call_init(struct call *c, const pspawn_attr_t *attrp, char *const env
         c->sched_priority = sp.sched_priority;
         c->flags |= REQ_SCHED;
     }
+    /* So do its NUMA memory policy and no_new_privs; and a zygote must not
+     * serve a caller that has since put itself under seccomp filters. */
+    if (a && (a->set & ATTR_MEMPOLICY)) {
+        c->mempolicy = a->mempolicy;
+        memcpy(c->nodemask, a->nodemask, sizeof c->nodemask);
+        c->flags |= REQ_MEMPOLICY;
+    } else if (pspawn_mempolicy_get(&c->mempolicy, c->nodemask) == 0) {
+        c->flags |= REQ_MEMPOLICY;
+    }
+    if (prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1)
+        c->flags |= REQ_NO_NEW_PRIVS;
+    c->seccomp = pspawn_seccomp_filters();
     if (a && (a->set & ATTR_CPUSET)) {
         memcpy(c->cpuset, a->cpuset, sizeof c->cpuset);
         c->have_cpuset = 1;

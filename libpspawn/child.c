@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -176,7 +177,51 @@ int pspawn_child_setup(struct child_setup *s)
     if (s->cpuset && sched_setaffinity(0, PSPAWN_CPUSET_BYTES,
                                        (const cpu_set_t *)s->cpuset) < 0)
         return errno;
+    /* set_mempolicy reads one bit less than it is told (the kernel's
+     * get_nodes() decrements maxnode, as libnuma knows). */
+    if ((s->flags & REQ_MEMPOLICY) &&
+        syscall(SYS_set_mempolicy, s->mempolicy, s->nodemask,
+                (unsigned long)PSPAWN_NODEMASK_BYTES * 8 + 1) < 0)
+        return errno;
+    if ((s->flags & REQ_NO_NEW_PRIVS) && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+        return errno;
     return 0;
+}
+
+int pspawn_mempolicy_get(int *mode, unsigned char *nodemask)
+{
+    unsigned long mask[PSPAWN_NODEMASK_BYTES / sizeof(unsigned long)] = { 0 };
+    int m = 0;
+    if (syscall(SYS_get_mempolicy, &m, mask, (unsigned long)PSPAWN_NODEMASK_BYTES * 8,
+                NULL, 0UL) < 0)
+        return errno;
+    *mode = m;
+    memcpy(nodemask, mask, sizeof mask);
+    return 0;
+}
+
+int pspawn_seccomp_filters(void)
+{
+    /* The common case, no filter, costs one system call. */
+    int mode = prctl(PR_GET_SECCOMP, 0, 0, 0, 0);
+    if (mode <= 0)
+        return 0;
+    if (mode == 1)
+        return -1;
+    char buf[4096];
+    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+    if (fd >= 0)
+        close(fd);
+    buf[n < 0 ? 0 : n] = 0;
+    const char *f = strstr(buf, "\nSeccomp_filters:");
+    int count = 0;
+    if (f)
+        for (f += sizeof "\nSeccomp_filters:" - 1; *f == ' ' || *f == '\t'; f++)
+            ;
+    for (; f && *f >= '0' && *f <= '9'; f++)
+        count = count * 10 + (*f - '0');
+    return count > 0 ? count : 1;
 }
 
 int pspawn_child_keep_list(const struct child_setup *s, const int *extra,

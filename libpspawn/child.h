@@ -29,6 +29,8 @@ struct child_setup {
     pid_t pgroup;
     int nice;
     int sched_policy, sched_priority;
+    int mempolicy;                      /* REQ_MEMPOLICY: mode | flags */
+    const unsigned char *nodemask;      /* PSPAWN_NODEMASK_BYTES */
     const char *cwd;
     const unsigned char *cpuset;        /* PSPAWN_CPUSET_BYTES, or NULL */
     const struct wire_rlimit *rlimits;
@@ -50,7 +52,8 @@ struct child_setup {
 
 /* Apply S to the calling process: signals, session or process group, cwd,
  * umask (so that files the actions create get it), fds, rlimits,
- * scheduling, CPU set, in that order.  Returns 0 or an errno. */
+ * scheduling, CPU set, memory policy, no_new_privs, in that order.
+ * Returns 0 or an errno. */
 int pspawn_child_setup(struct child_setup *s);
 
 /* The exec path's child, run on a vfork stack by clone(CLONE_VM):
@@ -80,5 +83,15 @@ int pspawn_child_sigdisp(int sig, int ignore);
 
 /* Set the signal mask from a 64-bit set (bit n-1 = signal n). */
 void pspawn_child_sigmask(uint64_t mask);
+
+/* State that exec keeps and a zygote may not share, read the same way by
+ * the launcher and by the zygote. */
+/* The calling thread's NUMA memory policy: mode (with its mode flags) and
+ * nodes 0..PSPAWN_NODEMASK_BYTES*8-1.  Returns 0 or an errno (ENOSYS on a
+ * kernel without NUMA, EPERM where a seccomp profile forbids it). */
+int pspawn_mempolicy_get(int *mode, unsigned char *nodemask);
+/* How many seccomp filters the calling process runs under: 0 for none,
+ * -1 in strict mode, 1 where the kernel does not count them (before 5.9). */
+int pspawn_seccomp_filters(void);
 
 #endif

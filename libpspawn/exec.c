@@ -49,16 +49,19 @@ int pspawn_exec_task(pid_t *pid, const char *path, const struct call *c,
                      const unsigned char *cpuset, char *const argv[], char *const envp[])
 {
     /* The child is a copy of the caller: it already has the caller's cwd,
-     * umask, rlimits, scheduling and affinity, so only what the attribute
-     * object asks for is applied. */
+     * umask, rlimits, scheduling, affinity and memory policy, so only what
+     * the attribute object asks for is applied. */
     const struct pspawn_attr_impl *a = c->attr;
     unsigned set = a ? a->set : 0;
     int fds[PSPAWN_FD_MAX];
     memcpy(fds, c->fds, c->nfds * sizeof(int));
     struct child_setup s = {
         .flags = c->flags & (REQ_SETSID | REQ_SETPGROUP |
-                             ((set & ATTR_CWD) ? REQ_CWD : 0) | ((set & ATTR_UMASK) ? REQ_UMASK : 0)),
+                             ((set & ATTR_CWD) ? REQ_CWD : 0) | ((set & ATTR_UMASK) ? REQ_UMASK : 0) |
+                             ((set & ATTR_MEMPOLICY) ? REQ_MEMPOLICY : 0)),
         .umask = c->umask,
+        .mempolicy = c->mempolicy,
+        .nodemask = c->nodemask,
         .pgroup = c->pgroup,
         .cwd = c->cwd,
         .cpuset = cpuset ? cpuset : ((set & ATTR_CPUSET) ? c->cpuset : NULL),

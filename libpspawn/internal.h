@@ -19,6 +19,7 @@
 #define ATTR_PGROUP  0x10u
 #define ATTR_SETSID  0x20u
 #define ATTR_UMASK   0x40u
+#define ATTR_MEMPOLICY 0x80u
 
 enum attr_action_kind { AA_OPEN, AA_DUP2, AA_CLOSE, AA_INHERIT };
 
@@ -39,6 +40,8 @@ struct pspawn_attr_impl {
     sigset_t sigmask, sigdef;
     pid_t pgroup;
     mode_t umask;
+    int mempolicy;
+    unsigned char nodemask[PSPAWN_NODEMASK_BYTES];
     int nrlimits;
     struct wire_rlimit rlimits[RLIM_NLIMITS];
     int nactions, cap;
@@ -82,6 +85,9 @@ struct call {
     pid_t pgroup;
     int nice;
     int sched_policy, sched_priority;
+    int mempolicy;                  /* REQ_MEMPOLICY */
+    unsigned char nodemask[PSPAWN_NODEMASK_BYTES];
+    int seccomp;                    /* pspawn_seccomp_filters() */
     uint64_t sigmask;
     uint64_t handled;               /* signals with a handler in the caller */
     uint64_t ignored;               /* ignored in the caller and not in sigdef */

@@ -28,7 +28,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#define PSPAWN_MAGIC        0x70737077u /* "psp" + version 'w' */
+#define PSPAWN_MAGIC        0x70737078u /* "psp" + version 'x' */
 #define PSPAWN_REQ_MAX      64
 #define PSPAWN_FD_MAX       64          /* fds passed per request */
 #define PSPAWN_REPORT_DONE  0xffffffffu
@@ -67,6 +67,9 @@ enum request_refusal {
     REFUSE_NONE = 0,
     REFUSE_FD_CONFLICT = 1, /* detail: the fd number */
     REFUSE_MALFORMED = 2,
+    /* The caller runs under more seccomp filters than the zygote: a fork
+     * of the zygote would escape them.  detail: the caller's count. */
+    REFUSE_SECCOMP = 3,
 };
 
 struct task_report {
@@ -104,6 +107,7 @@ struct wire_rlimit {
 };
 
 #define PSPAWN_CPUSET_BYTES 128 /* sizeof(cpu_set_t) */
+#define PSPAWN_NODEMASK_BYTES 128   /* NUMA nodes 0..1023 */
 
 #define REQ_SETSID      0x1u
 #define REQ_SETPGROUP   0x2u
@@ -116,6 +120,11 @@ struct wire_rlimit {
  * stand-in sets once it has done what must precede the task's first
  * instruction (placing it in its own task cgroup). */
 #define REQ_HOLD        0x80u
+/* The task's NUMA memory policy (set_mempolicy(2)): exec keeps the
+ * caller's, which may differ from the zygote's. */
+#define REQ_MEMPOLICY   0x100u
+/* The caller has no_new_privs: so must the task. */
+#define REQ_NO_NEW_PRIVS 0x200u
 
 /* Layout of the request memfd. Offsets are from its start. */
 enum { GO_HOLD = 0, GO_RUN = 1, GO_CANCEL = 2 };
@@ -132,6 +141,8 @@ struct wire_request {
     uint32_t launcher_pid;  /* tasks that outlive it unreleased exit */
     uint64_t sigmask;       /* signals 1..64, bit n-1 */
     uint64_t sigign;        /* the launcher's ignored signals, minus sigdefault */
+    int32_t mempolicy;      /* mode | mode flags, if REQ_MEMPOLICY */
+    int32_t seccomp;        /* the caller's seccomp filters (strict mode: -1) */
     uint32_t cwd;           /* offset of the cwd string, if REQ_CWD */
     uint32_t nrlimits;
     uint32_t rlimits;       /* offset of wire_rlimit[nrlimits] */
@@ -139,6 +150,7 @@ struct wire_request {
     uint32_t actions;       /* offset of wire_action[nactions] */
     uint32_t tasks;         /* offset of wire_task[ntasks] */
     unsigned char cpuset[PSPAWN_CPUSET_BYTES];
+    unsigned char nodemask[PSPAWN_NODEMASK_BYTES];  /* if REQ_MEMPOLICY */
     char token[PSPAWN_TOKEN_LEN];   /* stand-in mode */
 };
 

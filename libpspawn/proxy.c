@@ -68,6 +68,10 @@ static struct {
     char cwd[PATH_MAX];
     mode_t umask;
     int nice, sched_policy, sched_priority;
+    int mempolicy, have_mempolicy;
+    unsigned char nodemask[PSPAWN_NODEMASK_BYTES];
+    int no_new_privs;
+    int seccomp;            /* filters the zygote runs under */
     struct rlimit rl[RLIM_NLIMITS];
     unsigned char cpuset[PSPAWN_CPUSET_BYTES];
     uint64_t ctor_sigs;     /* dispositions a constructor set */
@@ -347,6 +351,9 @@ static void record_parked_state(void)
     sched_getparam(0, &sp);
     P.sched_priority = sp.sched_priority;
     sched_getaffinity(0, sizeof P.cpuset, (cpu_set_t *)P.cpuset);
+    P.have_mempolicy = pspawn_mempolicy_get(&P.mempolicy, P.nodemask) == 0;
+    P.no_new_privs = prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1;
+    P.seccomp = pspawn_seccomp_filters();
     for (int sig = 1; sig <= 64; sig++) {
         struct sigaction sa;
         if (sig != SIGKILL && sig != SIGSTOP && sigaction(sig, NULL, &sa) == 0 &&
@@ -565,6 +572,13 @@ static int parse_request(const char *base, size_t size, int *fds, int nfds, cons
                                             (mode_t)wa[i].mode,
                                             wa[i].kind == FA_OPEN ? base + wa[i].path : NULL };
     }
+    /* A fork of the zygote would run outside filters its caller is under
+     * (fewer than the zygote's: a constructor installed them, as it would
+     * after an exec). */
+    if (w->seccomp < 0 || w->seccomp > P.seccomp) {
+        *detail = w->seccomp;
+        return REFUSE_SECCOMP;
+    }
     /* Only what differs from the parked state costs a system call. */
     static struct wire_rlimit rl[RLIM_NLIMITS];
     int nrl = 0;
@@ -586,6 +600,12 @@ static int parse_request(const char *base, size_t size, int *fds, int nfds, cons
     if ((w->flags & REQ_SCHED) &&
         (w->sched_policy != P.sched_policy || w->sched_priority != P.sched_priority))
         flags |= REQ_SCHED;
+    if ((w->flags & REQ_MEMPOLICY) &&
+        (!P.have_mempolicy || w->mempolicy != P.mempolicy ||
+         memcmp(w->nodemask, P.nodemask, sizeof P.nodemask) != 0))
+        flags |= REQ_MEMPOLICY;
+    if ((w->flags & REQ_NO_NEW_PRIVS) && !P.no_new_privs)
+        flags |= REQ_NO_NEW_PRIVS;
     static int tfds[PSPAWN_FD_MAX + 2];
     memcpy(tfds, fds, nfds * sizeof(int));
     tfds[nfds] = chan[0];
@@ -597,6 +617,8 @@ static int parse_request(const char *base, size_t size, int *fds, int nfds, cons
         .nice = w->nice,
         .sched_policy = w->sched_policy,
         .sched_priority = w->sched_priority,
+        .mempolicy = w->mempolicy,
+        .nodemask = w->nodemask,
         .cwd = base + w->cwd,
         .cpuset = (w->flags & REQ_CPUSET) && memcmp(w->cpuset, P.cpuset, sizeof P.cpuset)
                       ? w->cpuset : NULL,

@@ -193,6 +193,14 @@ int pspawn_attr_setumask(pspawn_attr_t *attr, mode_t mask);
 int pspawn_attr_setrlimit(pspawn_attr_t *attr, int resource,
                           const struct rlimit *rlim);
 
+/* NUMA memory policy of the task, as set_mempolicy(2) with MODE (an
+ * MPOL_* mode, with its mode flags) and bits 0..MAXNODE-1 of NODEMASK (all
+ * below 1024).  Default: the caller's at spawn time, as exec keeps it.
+ * EINVAL for a negative mode or a node above 1023; a policy the kernel
+ * refuses fails the spawn with set_mempolicy's error. */
+int pspawn_attr_setmempolicy(pspawn_attr_t *attr, int mode,
+                             const unsigned long *nodemask, unsigned long maxnode);
+
 #define PSPAWN_PIDFD      0x1u  /* return a pidfd per task (vector call) */
 #define PSPAWN_FORCE_EXEC 0x2u  /* always plain exec (the reference path) */
 /* Each task calls ptrace(PTRACE_TRACEME) just before its exec, so that it

@@ -159,6 +159,9 @@ static int send_request(struct batch *b)
     w->launcher_pid = (uint32_t)getpid();
     w->sigmask = c->sigmask;
     w->sigign = c->ignored;
+    w->mempolicy = c->mempolicy;
+    memcpy(w->nodemask, c->nodemask, sizeof w->nodemask);
+    w->seccomp = c->seccomp;
     w->cwd = (uint32_t)cwd_off;
     strcpy(base + cwd_off, c->cwd);
     w->nrlimits = (uint32_t)c->nrlimits;
@@ -309,6 +312,10 @@ static void finish_requests(struct batch *b)
             if (o->refusal == REFUSE_FD_CONFLICT)
                 pspawn_fallback(b->z, 0, "fd %d requested for the task is open in the zygote "
                                 "(a constructor opened it)", o->detail);
+            else if (o->refusal == REFUSE_SECCOMP)
+                /* Filters are never removed: this holds for every later call. */
+                pspawn_fallback(b->z, 1, "the caller runs under seccomp filters (%d) that the "
+                                "zygote does not: a fork of it would escape them", o->detail);
             else
                 pspawn_fallback(b->z, 0, "zygote refused the request (code %d)", o->refusal);
         }

@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -177,10 +178,61 @@ static void report_binding(prte_odls_spawn_caddy_t *cd, int fd, hwloc_const_cpus
     free(s);
 }
 
+/* What the default's child does once bound to CS (rtc/hwloc, through
+ * prte_hwloc_base_set_process_membind_policy): set its memory policy,
+ * DEFAULT, or BIND to CS's NUMA nodes with hwloc_default_mem_alloc_policy
+ * local_only.  hwloc sets it here, on this thread only, where the policy
+ * the kernel then holds is read back for the rank and this thread's own is
+ * put back.  Where it fails, the default's child warns or fails, and so
+ * does this.  Returns -1 when the rank must not start. */
+static int rank_mempolicy(prte_odls_spawn_caddy_t *cd, hwloc_const_cpuset_t cs, pspawn_attr_t *attr)
+{
+    unsigned long own[1024 / (8 * sizeof(unsigned long))], got[1024 / (8 * sizeof(unsigned long))];
+    int own_mode, mode, rc, err;
+    hwloc_membind_policy_t policy = HWLOC_MEMBIND_DEFAULT;
+    int flags = HWLOC_MEMBIND_THREAD;
+    if (PRTE_HWLOC_BASE_MAP_LOCAL_ONLY == prte_hwloc_base_map) {
+        policy = HWLOC_MEMBIND_BIND;
+        flags |= HWLOC_MEMBIND_STRICT;
+    }
+    if (0 != syscall(SYS_get_mempolicy, &own_mode, own, 1024UL, NULL, 0UL)) {
+        rc = -1;
+        err = errno;
+    } else {
+        rc = hwloc_set_membind(prte_hwloc_topology, cs, policy, flags);
+        err = errno;
+        if (0 == rc && 0 != syscall(SYS_get_mempolicy, &mode, got, 1024UL, NULL, 0UL)) {
+            rc = -1;
+            err = errno;
+        }
+        /* (set_mempolicy reads one bit less than it is told) */
+        syscall(SYS_set_mempolicy, own_mode, own, 1025UL);
+    }
+    if (0 == rc)
+        return 0 == pspawn_attr_setmempolicy(attr, mode, got, 1024) ? 0 : -1;
+    if (ENOSYS == err && PRTE_HWLOC_BASE_MAP_NONE == prte_hwloc_base_map)
+        return 0;
+    if (!PRTE_BINDING_POLICY_IS_SET(cd->jdata->map->binding))
+        return 0;
+    const char *msg = ENOSYS == err  ? "hwloc indicates memory binding not supported"
+                      : EXDEV == err ? "hwloc indicates memory binding cannot be enforced"
+                                     : "failed to bind memory";
+    if (PRTE_HWLOC_BASE_MBFA_ERROR == prte_hwloc_base_mbfa) {
+        pmix_show_help("help-prte-odls-default.txt", "memory binding error", true,
+                       prte_process_info.nodename, cd->app->app, msg, __FILE__, __LINE__);
+        return -1;
+    }
+    pmix_show_help("help-prte-odls-default.txt", "memory not bound", true,
+                   prte_process_info.nodename, cd->app->app, msg, __FILE__, __LINE__);
+    return 0;
+}
+
 /* The rank's CPU set, from child->cpuset (a hwloc list).  Returns 0 and
  * *have = 1 with SET to bind to, *have = 0 to leave the binding as it is,
- * or -1 after the error message when binding is required and impossible. */
-static int rank_cpuset(prte_odls_spawn_caddy_t *cd, int out_fd, cpu_set_t *set, int *have)
+ * or -1 after the error message when binding is required and impossible.
+ * A rank bound to its own cpuset also gets the default's memory policy. */
+static int rank_cpuset(prte_odls_spawn_caddy_t *cd, int out_fd, cpu_set_t *set, int *have,
+                       pspawn_attr_t *attr)
 {
     prte_proc_t *child = cd->child;
     prte_job_t *jdata = cd->jdata;
@@ -227,8 +279,9 @@ static int rank_cpuset(prte_odls_spawn_caddy_t *cd, int out_fd, cpu_set_t *set, 
     }
     *have = 1;
     report_binding(cd, out_fd, cs);
+    int rc = rank_mempolicy(cd, cs, attr);
     hwloc_bitmap_free(cs);
-    return 0;
+    return rc;
 }
 
 /* What prte_iof_base_setup_child does in the default's child, as file
@@ -336,7 +389,7 @@ static int rank_attr(prte_odls_spawn_caddy_t *cd, pspawn_attr_t *attr)
     if (NULL != child) {
         cpu_set_t cpus;
         int have = 0;
-        if (0 != rank_cpuset(cd, forward ? cd->opts.p_stderr[1] : 2, &cpus, &have))
+        if (0 != rank_cpuset(cd, forward ? cd->opts.p_stderr[1] : 2, &cpus, &have, attr))
             return -1;
         if (have)
             pspawn_attr_setcpuset(attr, sizeof cpus, &cpus);

@@ -6,12 +6,15 @@
  *   whose interpreter is missing ENOENT (not executable: EACCES);
  *   one argument longer than MAX_ARG_STRLEN E2BIG, argv + envp over the
  *   limit E2BIG, and just under the per-string limit no error at all;
+ * a NUMA memory policy the kernel refuses gives set_mempolicy's error, and
+ * one the attribute cannot hold EINVAL;
  * and a failed task leaves no process behind.
  * Also pspawn_resolve(), the PATH search that execvp(3) does.
  *
  * Uses $TESTS_BUILDDIR/task.
  */
 #include <dirent.h>
+#include <linux/mempolicy.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -21,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -194,6 +198,54 @@ static void check_args(pspawn_context_t *ctx, const char *task, const char *name
            errname(want));
     if (rc == 0)
         tap_ok(reap_ok(pid), "%s: pspawn_exec's task exited 0", name);
+}
+
+/* A memory policy: refused by the setter when it cannot be held, by the
+ * kernel (as set_mempolicy refuses it) when it names a node that is not
+ * there. */
+static void check_mempolicy(pspawn_context_t *ctx, const char *task)
+{
+    unsigned long big[1024 / (8 * sizeof(unsigned long)) + 1] = { 0 };
+    unsigned long node1023[1024 / (8 * sizeof(unsigned long))] = { 0 };
+    const unsigned long bits = 8 * sizeof(unsigned long);
+    char *argv[] = { (char *)task, "exit", "0", NULL };
+    pspawn_attr_t attr;
+    pid_t pid = -1;
+    int ref, rc, saved;
+
+    pspawn_attr_init(&attr);
+    tap_ok(pspawn_attr_setmempolicy(&attr, -1, NULL, 0) == EINVAL,
+           "memory policy: a negative mode is EINVAL");
+    big[1024 / bits] = 1;
+    tap_ok(pspawn_attr_setmempolicy(&attr, MPOL_BIND, big, 1025) == EINVAL,
+           "memory policy: node 1024 is EINVAL");
+    tap_ok(pspawn_attr_setmempolicy(&attr, MPOL_BIND, NULL, 4) == EINVAL,
+           "memory policy: a NULL mask of 4 nodes is EINVAL");
+
+    node1023[1023 / bits] = 1UL << (1023 % bits);
+    ref = syscall(SYS_set_mempolicy, MPOL_BIND, node1023, 1025UL) == 0 ? 0 : errno;
+    if (ref == ENOSYS || ref == EPERM) {
+        tap_skip(strerror(ref), "memory policy on node 1023: set_mempolicy does not work here");
+        pspawn_attr_destroy(&attr);
+        return;
+    }
+    if (ref == 0) {
+        syscall(SYS_set_mempolicy, MPOL_DEFAULT, NULL, 0UL);
+        tap_bail("set_mempolicy accepted node 1023: this test needs a node that is not there");
+    }
+    rc = pspawn_attr_setmempolicy(&attr, MPOL_BIND, node1023, 1024);
+    tap_ok(rc == 0, "memory policy: node 1023 can be named (%s)", errname(rc));
+    saved = with_stdout_null_begin();
+    rc = pspawn_ex(&pid, ctx, &attr, argv, NULL);
+    with_stdout_null_end(saved);
+    tap_ok(rc == ref, "memory policy on node 1023: pspawn_ex gives %s (set_mempolicy %s)",
+           errname(rc), errname(ref));
+    saved = with_stdout_null_begin();
+    rc = pspawn_exec(&pid, task, &attr, argv, NULL);
+    with_stdout_null_end(saved);
+    tap_ok(rc == ref, "memory policy on node 1023: pspawn_exec gives %s (set_mempolicy %s)",
+           errname(rc), errname(ref));
+    pspawn_attr_destroy(&attr);
 }
 
 static void check_paper_calls(pspawn_context_t *ctx, const char *task, char *big)
@@ -410,6 +462,7 @@ int main(void)
 
         check_paper_calls(&ctx, task, big);
         check_vector(&ctx, task, big);
+        check_mempolicy(&ctx, task);
 
         tap_ok(pspawn_context_uses_zygote(&ctx) && !pspawn_context_reason(&ctx),
                "argument errors did not make the context fall back");

@@ -26,9 +26,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <linux/mempolicy.h>
+#include <linux/seccomp.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -175,6 +179,15 @@ static void compare_reports(const char *label, const char *method,
 
 /* ---- scenarios ---------------------------------------------------------- */
 
+static const unsigned long node0 = 1;  /* a nodemask with node 0 */
+
+/* set_mempolicy(2) with libnuma's maxnode convention (one bit more). */
+static int set_mempolicy_node0(int mode)
+{
+    return (int)syscall(SYS_set_mempolicy, mode, mode ? &node0 : NULL,
+                        mode ? 8 * sizeof node0 + 1 : 0UL);
+}
+
 enum fa_kind { FA_DUP2, FA_OPEN, FA_CLOSE, FA_INHERIT };
 
 struct file_action {
@@ -209,6 +222,8 @@ struct scenario {
     int setsid;
     int set_cpus;
     cpu_set_t cpus;
+    int set_mempolicy;      /* mode, over node 0 */
+    int mempolicy;
     int skip_cmdline;       /* argv too long to fit in place */
 };
 
@@ -242,6 +257,8 @@ static void scenario_attr(const struct scenario *sc, pspawn_attr_t *attr,
         rc = pspawn_attr_setsid(attr);
     if (rc == 0 && sc->set_cpus)
         rc = pspawn_attr_setcpuset(attr, sizeof sc->cpus, &sc->cpus);
+    if (rc == 0 && sc->set_mempolicy)
+        rc = pspawn_attr_setmempolicy(attr, sc->mempolicy, &node0, 1);
     if (rc == 0 && flags)
         rc = pspawn_attr_setflags(attr, flags);
     if (rc != 0)
@@ -261,6 +278,8 @@ static int reference_spawn(pid_t *pid, const char *path, const struct scenario *
     mode_t old_umask = 0;
     struct rlimit old_rl[4];
     cpu_set_t old_cpus;
+    int old_mode = 0;
+    unsigned long old_nodes[1024 / (8 * sizeof(unsigned long))] = { 0 };
 
     posix_spawn_file_actions_init(&fa);
     posix_spawnattr_init(&sa);
@@ -309,9 +328,16 @@ static int reference_spawn(pid_t *pid, const char *path, const struct scenario *
         sched_getaffinity(0, sizeof old_cpus, &old_cpus);
         sched_setaffinity(0, sizeof sc->cpus, &sc->cpus);
     }
+    if (sc->set_mempolicy) {
+        if (syscall(SYS_get_mempolicy, &old_mode, old_nodes, 1024UL, NULL, 0UL) != 0 ||
+            set_mempolicy_node0(sc->mempolicy) != 0)
+            tap_bail("%s: set_mempolicy: %s", sc->name, strerror(errno));
+    }
 
     rc = posix_spawn(pid, path, &fa, &sa, sc->argv, sc->envp ? sc->envp : environ);
 
+    if (sc->set_mempolicy)
+        syscall(SYS_set_mempolicy, old_mode, old_nodes, 1025UL);
     if (sc->set_cpus)
         sched_setaffinity(0, sizeof old_cpus, &old_cpus);
     for (int i = sc->nrl - 1; i >= 0; i--)
@@ -662,6 +688,7 @@ static void check_vector(pspawn_context_t *ctx, const char *path, int data_fd,
 /* ---- the launcher's own state ------------------------------------------- */
 
 static mode_t orig_umask;
+static int have_numa;           /* set_mempolicy works here */
 static char orig_cwd[PATH_MAX];
 static struct rlimit orig_nofile, orig_core;
 static cpu_set_t orig_cpus;
@@ -672,7 +699,7 @@ static void on_usr1(int sig)
 }
 
 /* What a real launcher often has: signals ignored, handled and blocked, a
- * umask, a cwd, rlimits and a binding of its own. */
+ * umask, a cwd, rlimits, a binding and a memory policy of its own. */
 static void launcher_state_change(const cpu_set_t *first)
 {
     struct sigaction sa;
@@ -698,6 +725,8 @@ static void launcher_state_change(const cpu_set_t *first)
     rl.rlim_cur = rl.rlim_max < 1 << 20 ? rl.rlim_max : 1 << 20;
     setrlimit(RLIMIT_CORE, &rl);
     sched_setaffinity(0, sizeof *first, first);
+    if (have_numa && set_mempolicy_node0(MPOL_PREFERRED) != 0)
+        tap_bail("set_mempolicy(MPOL_PREFERRED): %s", strerror(errno));
     /* Raising nice needs no privilege; it is not undone. */
     errno = 0;
     if (nice(1) == -1 && errno)
@@ -723,6 +752,8 @@ static void launcher_state_restore(void)
     setrlimit(RLIMIT_NOFILE, &orig_nofile);
     setrlimit(RLIMIT_CORE, &orig_core);
     sched_setaffinity(0, sizeof orig_cpus, &orig_cpus);
+    if (have_numa)
+        set_mempolicy_node0(MPOL_DEFAULT);
 }
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -794,6 +825,53 @@ static void remove_tmpdir(void)
         tap_diag("rmdir %s: %s", tmpdir, strerror(errno));
 }
 
+/* ---- privileges the launcher gives up ----------------------------------- */
+
+/* exec keeps no_new_privs: a launcher that set it after its zygote started
+ * must not get tasks without it. */
+static void check_no_new_privs(pspawn_context_t *ctx, const char *probe)
+{
+    char *args[] = { (char *)probe, "nnp", NULL };
+    struct scenario sc = { .name = "launcher set no_new_privs", .argv = args, .null_attr = 1 };
+    struct report ref;
+
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+        tap_bail("PR_SET_NO_NEW_PRIVS: %s", strerror(errno));
+    check_scenario(ctx, probe, &sc);
+    run_probe(REFERENCE, NULL, probe, &sc, &ref);
+    tap_ok(report_get(&ref, "misc.no_new_privs") &&
+           strcmp(report_get(&ref, "misc.no_new_privs"), "1") == 0,
+           "%s: the reference task has it (the comparison means something)", sc.name);
+    report_free(&ref);
+}
+
+/* A launcher that put itself under a seccomp filter after its zygote
+ * started: a fork of the zygote would escape the filter, so the task is
+ * exec'd (and is under it), and the reason says why. */
+static void check_seccomp(pspawn_context_t *ctx, const char *probe)
+{
+    char *args[] = { (char *)probe, "seccomp", NULL };
+    struct scenario sc = { .name = "launcher under a seccomp filter", .argv = args,
+                           .null_attr = 1 };
+    struct sock_filter allow[] = { BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW) };
+    struct sock_fprog prog = { 1, allow };
+    struct report ref, got;
+    const char *mapped, *reason;
+
+    if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) != 0)
+        tap_bail("PR_SET_SECCOMP: %s", strerror(errno));
+    run_probe(REFERENCE, NULL, probe, &sc, &ref);
+    run_probe(ZYGOTE, ctx, probe, &sc, &got);
+    compare_reports(sc.name, "zygote", &got, &ref, 0);
+    mapped = report_get(&got, "x.proxy_mapped");
+    reason = pspawn_context_reason(ctx);
+    tap_ok(mapped && strcmp(mapped, "0") == 0 && reason && strstr(reason, "seccomp"),
+           "%s: the task was exec'd, and the reason says why", sc.name);
+    tap_diag("    reason: %s", reason ? reason : "(none)");
+    report_free(&got);
+    report_free(&ref);
+}
+
 /* ---- main --------------------------------------------------------------- */
 
 int main(int argc, char **argv)
@@ -844,6 +922,11 @@ int main(int argc, char **argv)
     CPU_ZERO(&last);
     CPU_SET(hi, &last);
     tap_diag("probe %s, %d CPUs (%d..%d), scratch %s", probe, ncpus, lo, hi, tmpdir);
+    /* Memory policies are compared where the kernel has them (CONFIG_NUMA;
+     * a container's seccomp profile may forbid them). */
+    have_numa = set_mempolicy_node0(MPOL_DEFAULT) == 0;
+    if (!have_numa)
+        tap_skip(strerror(errno), "memory policies: set_mempolicy does not work here");
 
     snprintf(expect_ppid, sizeof expect_ppid, "PROBE_EXPECT_PPID=%ld", (long)getpid());
     putenv(expect_ppid);
@@ -932,6 +1015,7 @@ int main(int argc, char **argv)
             },
             .set_sigmask = 1, .set_sigdef = 1, .set_pgroup = 1, .pgroup = 0,
             .set_cpus = 1, .cpus = last,
+            .set_mempolicy = have_numa, .mempolicy = MPOL_INTERLEAVE,
         };
         struct rlimit stack;
         getrlimit(RLIMIT_STACK, &stack);
@@ -1035,6 +1119,10 @@ int main(int argc, char **argv)
                                .null_attr = 1 };
         check_scenario(&ctx_b, probe, &sc);
     }
+
+    /* ---- phase 4: the launcher gave up privileges (for good: last) ---- */
+    check_no_new_privs(&ctx_b, probe);
+    check_seccomp(&ctx_b, probe);
 
     kill(holder, SIGKILL);
     waitpid(holder, NULL, 0);

@@ -30,6 +30,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -356,8 +357,29 @@ static void report_parent(void)
     kv_str("parent.comm", n < 0 ? "(unreadable)" : comm);
 }
 
-static void report_misc(void)
+/* The NUMA memory policy: mode (with mode flags) and the nodes. */
+static void report_mempolicy(void)
 {
+    unsigned long mask[1024 / (8 * sizeof(unsigned long))] = { 0 };
+    char list[1024];
+    size_t len = 0;
+    int mode = -1;
+
+    if (syscall(SYS_get_mempolicy, &mode, mask, 1024UL, NULL, 0UL) != 0) {
+        kv_str("misc.mempolicy", strerror(errno));
+        return;
+    }
+    list[0] = '\0';
+    for (unsigned n = 0; n < 1024; n++)
+        if ((mask[n / (8 * sizeof mask[0])] >> (n % (8 * sizeof mask[0]))) & 1)
+            len += (size_t)snprintf(list + len, sizeof list - len, "%s%u", len ? "," : "", n);
+    kv("misc.mempolicy", "mode %#x nodes %s", (unsigned)mode, len ? list : "none");
+}
+
+static void report_misc(const char *status)
+{
+    char val[64];
+
     stack_t ss;
     struct itimerval it;
     int pdeath = -1, subreaper = -1;
@@ -376,6 +398,9 @@ static void report_misc(void)
     kv("misc.personality", "%#x", (unsigned)personality(0xffffffff));
     getitimer(ITIMER_REAL, &it);
     kv("misc.itimer_real", "%s", it.it_value.tv_sec || it.it_value.tv_usec ? "armed" : "off");
+    report_mempolicy();
+    kv_str("misc.seccomp", status_field(status, "Seccomp", val, sizeof val));
+    kv_str("misc.seccomp_filters", status_field(status, "Seccomp_filters", val, sizeof val));
 }
 
 int main(int argc, char **argv)
@@ -448,7 +473,7 @@ int main(int argc, char **argv)
     kv("globals.bss_value", "%d", bss_value);
 
     report_parent();
-    report_misc();
+    report_misc(status);
 
     /* Differs legitimately between the two paths: shown, not compared. */
     {

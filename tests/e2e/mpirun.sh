@@ -123,6 +123,17 @@ ok $? "--bind-to core --report-bindings: both exit 0 and report ($rc_default, $r
     diag_file "$tmp/bind.pspawn" 10
 msame bind "--bind-to core: the same bindings reported, the same Cpus_allowed in each rank"
 
+# Memory policy: with hwloc_default_mem_alloc_policy local_only the
+# default's child binds each bound rank's memory to its cores' NUMA node
+# (MPOL_BIND, 0x2); the default policy otherwise (the other tests).
+mboth membind salloc "-n 4 --map-by ppr:2:node --bind-to core --prtemca hwloc_default_mem_alloc_policy local_only ./mpix hello"
+n=$(count membind.pspawn ' forked 1$')
+[ $rc_default = 0 ] && [ $rc_pspawn = 0 ] && [ "$(count membind.default 'mempolicy 0x2/0 ')" = 4 ] &&
+    [ "$n" = 4 ]
+ok $? "local_only memory policy: both exit 0, the default's 4 ranks bound to node 0, 4 ranks forked ($rc_default, $rc_pspawn, $n)" ||
+    diag_file "$tmp/membind.default" 6
+msame membind "local_only memory policy: the same memory policy in each rank"
+
 mboth exit3 salloc "-n 4 ./mpix exit3"
 [ $rc_default = 3 ] && [ $rc_pspawn = 3 ]
 ok $? "one rank exits 3: mpirun exits 3 both ways ($rc_default, $rc_pspawn)"

@@ -3,7 +3,9 @@
  *
  *   mpix hello    hello, an allreduce and a ring, one line per rank:
  *                 "hello R of N on HOST sum S ring T exe E parent P
- *                 pgid_is_pid G cpus C forked F"
+ *                 pgid_is_pid G cpus C mempolicy M forked F"
+ *                 (M: the NUMA memory policy main() started with, as
+ *                 get_mempolicy gives it: "MODE/NODES")
  *                 (F: 1 if the process is not the one its constructors ran
  *                 in, i.e. a fork of a zygote; the tests compare all but F)
  *   mpix exit3    rank 1 returns 3 from main after MPI_Finalize
@@ -20,6 +22,7 @@
  */
 #define _GNU_SOURCE
 #include <mpi.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <signal.h>
@@ -27,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -67,12 +71,33 @@ static void cpus(char *out, size_t len)
         fclose(f);
 }
 
+/* The memory policy as the launcher left it: "MODE/NODES", NODES a list
+ * ("-" for none). */
+static void mempolicy(char *out, size_t len)
+{
+    const unsigned bits = 8 * sizeof(unsigned long);
+    unsigned long mask[1024 / (8 * sizeof(unsigned long))] = { 0 };
+    int mode = -1, any = 0;
+    size_t n;
+    if (syscall(SYS_get_mempolicy, &mode, mask, 1024UL, NULL, 0UL) != 0) {
+        snprintf(out, len, "error-%d", errno);
+        return;
+    }
+    n = (size_t)snprintf(out, len, "%#x/", (unsigned)mode);
+    for (unsigned i = 0; i < 1024 && n + 8 < len; i++)
+        if ((mask[i / bits] >> (i % bits)) & 1)
+            n += (size_t)snprintf(out + n, len - n, "%s%u", any++ ? "," : "", i);
+    if (!any)
+        snprintf(out + n, len - n, "-");
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "hello";
     int rank, size, len;
-    char host[MPI_MAX_PROCESSOR_NAME];
+    char host[MPI_MAX_PROCESSOR_NAME], mpol[320];
 
+    mempolicy(mpol, sizeof mpol);
     MPI_Init(&argc, &argv);
     if (strcmp(mode, "init") == 0) {
         struct timespec t;
@@ -113,8 +138,8 @@ int main(int argc, char **argv)
         if (f)
             fclose(f);
         printf("hello %d of %d on %s sum %d ring %d exe %s parent %s pgid_is_pid %d cpus %s "
-               "forked %d\n", rank, size, host, sum, token, basename(exe), parent,
-               getpgrp() == getpid(), c, ctor_pid != getpid());
+               "mempolicy %s forked %d\n", rank, size, host, sum, token, basename(exe), parent,
+               getpgrp() == getpid(), c, mpol, ctor_pid != getpid());
         MPI_Finalize();
         return sum == size * (size - 1) / 2 && token == size * (size + 1) / 2 ? 0 : 1;
     }

@@ -51,6 +51,15 @@ same stdin "stdin reaches task 0 as with plain srun"
 both bind "-N2 -n4 --ntasks-per-node=2 --cpu-bind=cores grep Cpus_allowed_list /proc/self/status"
 same bind "--cpu-bind=cores: the same masks"
 
+# --mem-bind: slurmstepd (task/affinity) sets each task's memory policy
+# before its exec, here the shim's, which hands it to its task.
+both membind "-N2 -n4 -l --mem-bind=local ./probe"
+n=$(grep -ac 'misc.mempolicy=mode 0x2 nodes 0$' "$tmp/membind.plain")
+[ "$n" = 4 ]
+ok $? "--mem-bind=local: plain srun's 4 tasks are bound to node 0 (MPOL_BIND: $n)" ||
+    diag_file "$tmp/membind.plain" 4
+same membind "--mem-bind=local: the same memory policy in each task" "grep -a 'misc.mempolicy' | sort"
+
 # Each task in its own task_N cgroup, as slurmstepd puts a plain task:
 # the plugin's mover (slurmstepd, root) moves the zygote's fork there
 # before the task's first instruction.  (Under task/affinity and
