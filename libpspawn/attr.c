@@ -309,6 +309,7 @@ int pspawn_call_init(struct call *c, const pspawn_attr_t *attrp, char *const env
     if (prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1)
         c->flags |= REQ_NO_NEW_PRIVS;
     c->seccomp = pspawn_seccomp_filters();
+    pspawn_procstate_get(&c->proc);
     if (a && (a->set & ATTR_CPUSET)) {
         memcpy(c->cpuset, a->cpuset, sizeof c->cpuset);
         c->have_cpuset = 1;

@@ -15,6 +15,17 @@
 
 #include "child.h"
 
+#include <sys/personality.h>
+
+#ifndef PR_SET_MDWE
+#define PR_SET_MDWE 65
+#define PR_GET_MDWE 66
+#endif
+#ifndef PR_MDWE_NO_INHERIT
+#define PR_MDWE_NO_INHERIT 2
+#endif
+#define IOPRIO_WHO_PROCESS 1
+
 #ifndef SYS_close_range
 #define SYS_close_range 436
 #endif
@@ -185,7 +196,38 @@ int pspawn_child_setup(struct child_setup *s)
         return errno;
     if ((s->flags & REQ_NO_NEW_PRIVS) && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
         return errno;
+    const struct wire_procstate *ps = &s->proc;
+    if ((s->flags & REQ_PERSONALITY) && personality((unsigned long)(uint32_t)ps->personality) < 0)
+        return errno;
+    if ((s->flags & REQ_THP_DISABLE) &&
+        prctl(PR_SET_THP_DISABLE, (unsigned long)ps->thp_disable, 0, 0, 0) < 0)
+        return errno;
+    if ((s->flags & REQ_IOPRIO) && syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, ps->ioprio) < 0)
+        return errno;
+    if ((s->flags & REQ_TIMERSLACK) && prctl(PR_SET_TIMERSLACK, (unsigned long)ps->timerslack,
+                                             0, 0, 0) < 0)
+        return errno;
+    if ((s->flags & REQ_MDWE) && prctl(PR_SET_MDWE, (unsigned long)ps->mdwe, 0, 0, 0) < 0)
+        return errno;
     return 0;
+}
+
+void pspawn_procstate_get(struct wire_procstate *ps)
+{
+    ps->personality = personality(0xffffffff);
+    ps->thp_disable = prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0);
+    ps->ioprio = (int32_t)syscall(SYS_ioprio_get, IOPRIO_WHO_PROCESS, 0);
+    ps->mdwe = prctl(PR_GET_MDWE, 0, 0, 0, 0);
+    long slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+    ps->timerslack = slack > 0 ? slack : -1;
+    if (ps->personality < 0)
+        ps->personality = -1;
+    if (ps->thp_disable < 0)
+        ps->thp_disable = -1;
+    if (ps->ioprio < 0)
+        ps->ioprio = -1;
+    if (ps->mdwe < 0)
+        ps->mdwe = -1;
 }
 
 int pspawn_mempolicy_get(int *mode, unsigned char *nodemask)

@@ -31,6 +31,7 @@ struct child_setup {
     int sched_policy, sched_priority;
     int mempolicy;                      /* REQ_MEMPOLICY: mode | flags */
     const unsigned char *nodemask;      /* PSPAWN_NODEMASK_BYTES */
+    struct wire_procstate proc;         /* REQ_PERSONALITY ... REQ_MDWE */
     const char *cwd;
     const unsigned char *cpuset;        /* PSPAWN_CPUSET_BYTES, or NULL */
     const struct wire_rlimit *rlimits;
@@ -52,8 +53,8 @@ struct child_setup {
 
 /* Apply S to the calling process: signals, session or process group, cwd,
  * umask (so that files the actions create get it), fds, rlimits,
- * scheduling, CPU set, memory policy, no_new_privs, in that order.
- * Returns 0 or an errno. */
+ * scheduling, CPU set, memory policy, no_new_privs, then the process
+ * attributes of S->proc, in that order.  Returns 0 or an errno. */
 int pspawn_child_setup(struct child_setup *s);
 
 /* The exec path's child, run on a vfork stack by clone(CLONE_VM):
@@ -90,6 +91,9 @@ void pspawn_child_sigmask(uint64_t mask);
  * nodes 0..PSPAWN_NODEMASK_BYTES*8-1.  Returns 0 or an errno (ENOSYS on a
  * kernel without NUMA, EPERM where a seccomp profile forbids it). */
 int pspawn_mempolicy_get(int *mode, unsigned char *nodemask);
+/* The calling process's personality, THP switch, I/O priority, timer
+ * slack and MDWE flags (each -1 where it cannot be read). */
+void pspawn_procstate_get(struct wire_procstate *ps);
 /* How many seccomp filters the calling process runs under: 0 for none,
  * -1 in strict mode, 1 where the kernel does not count them (before 5.9). */
 int pspawn_seccomp_filters(void);

@@ -88,6 +88,7 @@ struct call {
     int mempolicy;                  /* REQ_MEMPOLICY */
     unsigned char nodemask[PSPAWN_NODEMASK_BYTES];
     int seccomp;                    /* pspawn_seccomp_filters() */
+    struct wire_procstate proc;     /* pspawn_procstate_get() */
     uint64_t sigmask;
     uint64_t handled;               /* signals with a handler in the caller */
     uint64_t ignored;               /* ignored in the caller and not in sigdef */

@@ -125,6 +125,24 @@ struct wire_rlimit {
 #define REQ_MEMPOLICY   0x100u
 /* The caller has no_new_privs: so must the task. */
 #define REQ_NO_NEW_PRIVS 0x200u
+/* The task's personality, transparent huge pages switch, I/O priority,
+ * timer slack, memory-deny-write-execute (wire_procstate): fork copies
+ * them and exec keeps them, so the task must have the caller's. */
+#define REQ_PERSONALITY 0x400u
+#define REQ_THP_DISABLE 0x800u
+#define REQ_IOPRIO      0x1000u
+#define REQ_TIMERSLACK  0x2000u
+#define REQ_MDWE        0x4000u
+
+/* Process attributes read with pspawn_procstate_get(): -1 where the
+ * kernel has none (PR_GET_MDWE before Linux 6.3). */
+struct wire_procstate {
+    int32_t personality;
+    int32_t thp_disable;
+    int32_t ioprio;
+    int32_t mdwe;
+    int64_t timerslack;
+};
 
 /* Layout of the request memfd. Offsets are from its start. */
 enum { GO_HOLD = 0, GO_RUN = 1, GO_CANCEL = 2 };
@@ -143,6 +161,7 @@ struct wire_request {
     uint64_t sigign;        /* the launcher's ignored signals, minus sigdefault */
     int32_t mempolicy;      /* mode | mode flags, if REQ_MEMPOLICY */
     int32_t seccomp;        /* the caller's seccomp filters (strict mode: -1) */
+    struct wire_procstate proc;     /* the caller's */
     uint32_t cwd;           /* offset of the cwd string, if REQ_CWD */
     uint32_t nrlimits;
     uint32_t rlimits;       /* offset of wire_rlimit[nrlimits] */

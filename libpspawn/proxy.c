@@ -72,6 +72,7 @@ static struct {
     unsigned char nodemask[PSPAWN_NODEMASK_BYTES];
     int no_new_privs;
     int seccomp;            /* filters the zygote runs under */
+    struct wire_procstate proc;
     struct rlimit rl[RLIM_NLIMITS];
     unsigned char cpuset[PSPAWN_CPUSET_BYTES];
     uint64_t ctor_sigs;     /* dispositions a constructor set */
@@ -354,6 +355,7 @@ static void record_parked_state(void)
     P.have_mempolicy = pspawn_mempolicy_get(&P.mempolicy, P.nodemask) == 0;
     P.no_new_privs = prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1;
     P.seccomp = pspawn_seccomp_filters();
+    pspawn_procstate_get(&P.proc);
     for (int sig = 1; sig <= 64; sig++) {
         struct sigaction sa;
         if (sig != SIGKILL && sig != SIGSTOP && sigaction(sig, NULL, &sa) == 0 &&
@@ -541,6 +543,26 @@ static int in_list(const int *v, int n, int x)
     return 0;
 }
 
+/* Which of the caller's process attributes PS the task must set: those
+ * that differ from the parked state and can be read on both sides.  MDWE
+ * can only be added, and one set with PR_MDWE_NO_INHERIT is not passed on
+ * to an exec'd task either. */
+static unsigned procstate_flags(const struct wire_procstate *ps)
+{
+    unsigned flags = 0;
+    if (ps->personality >= 0 && P.proc.personality >= 0 && ps->personality != P.proc.personality)
+        flags |= REQ_PERSONALITY;
+    if (ps->thp_disable >= 0 && P.proc.thp_disable >= 0 && ps->thp_disable != P.proc.thp_disable)
+        flags |= REQ_THP_DISABLE;
+    if (ps->ioprio >= 0 && P.proc.ioprio >= 0 && ps->ioprio != P.proc.ioprio)
+        flags |= REQ_IOPRIO;
+    if (ps->timerslack > 0 && P.proc.timerslack > 0 && ps->timerslack != P.proc.timerslack)
+        flags |= REQ_TIMERSLACK;
+    if (ps->mdwe > 0 && !(ps->mdwe & 2) && P.proc.mdwe == 0)
+        flags |= REQ_MDWE;
+    return flags;
+}
+
 /* Check a request and turn it into the setup every task of it starts
  * from.  CHAN are the caller's two channels, which tasks must not lose
  * during their fd shuffle.  Returns 0, or a request_refusal (detail in
@@ -606,6 +628,8 @@ static int parse_request(const char *base, size_t size, int *fds, int nfds, cons
         flags |= REQ_MEMPOLICY;
     if ((w->flags & REQ_NO_NEW_PRIVS) && !P.no_new_privs)
         flags |= REQ_NO_NEW_PRIVS;
+    struct wire_procstate ps = w->proc;
+    flags |= procstate_flags(&ps);
     static int tfds[PSPAWN_FD_MAX + 2];
     memcpy(tfds, fds, nfds * sizeof(int));
     tfds[nfds] = chan[0];
@@ -619,6 +643,7 @@ static int parse_request(const char *base, size_t size, int *fds, int nfds, cons
         .sched_priority = w->sched_priority,
         .mempolicy = w->mempolicy,
         .nodemask = w->nodemask,
+        .proc = ps,
         .cwd = base + w->cwd,
         .cpuset = (w->flags & REQ_CPUSET) && memcmp(w->cpuset, P.cpuset, sizeof P.cpuset)
                       ? w->cpuset : NULL,

@@ -162,6 +162,7 @@ static int send_request(struct batch *b)
     w->mempolicy = c->mempolicy;
     memcpy(w->nodemask, c->nodemask, sizeof w->nodemask);
     w->seccomp = c->seccomp;
+    w->proc = c->proc;
     w->cwd = (uint32_t)cwd_off;
     strcpy(base + cwd_off, c->cwd);
     w->nrlimits = (uint32_t)c->nrlimits;

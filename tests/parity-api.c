@@ -29,6 +29,7 @@
 #include <linux/filter.h>
 #include <linux/mempolicy.h>
 #include <linux/seccomp.h>
+#include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -689,6 +690,7 @@ static void check_vector(pspawn_context_t *ctx, const char *path, int data_fd,
 
 static mode_t orig_umask;
 static int have_numa;           /* set_mempolicy works here */
+static int orig_personality, orig_ioprio, orig_timerslack;
 static char orig_cwd[PATH_MAX];
 static struct rlimit orig_nofile, orig_core;
 static cpu_set_t orig_cpus;
@@ -699,7 +701,9 @@ static void on_usr1(int sig)
 }
 
 /* What a real launcher often has: signals ignored, handled and blocked, a
- * umask, a cwd, rlimits, a binding and a memory policy of its own. */
+ * umask, a cwd, rlimits, a binding and a memory policy of its own; and
+ * what fork and exec both keep: personality, THP switch, I/O priority,
+ * timer slack. */
 static void launcher_state_change(const cpu_set_t *first)
 {
     struct sigaction sa;
@@ -727,6 +731,11 @@ static void launcher_state_change(const cpu_set_t *first)
     sched_setaffinity(0, sizeof *first, first);
     if (have_numa && set_mempolicy_node0(MPOL_PREFERRED) != 0)
         tap_bail("set_mempolicy(MPOL_PREFERRED): %s", strerror(errno));
+    if (personality((unsigned long)orig_personality | ADDR_NO_RANDOMIZE) < 0 ||
+        prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) != 0 ||
+        syscall(SYS_ioprio_set, 1, 0, (2 << 13) | 7) != 0 ||   /* best effort, lowest */
+        prctl(PR_SET_TIMERSLACK, 123456, 0, 0, 0) != 0)
+        tap_bail("personality, THP, ioprio or timer slack: %s", strerror(errno));
     /* Raising nice needs no privilege; it is not undone. */
     errno = 0;
     if (nice(1) == -1 && errno)
@@ -754,6 +763,10 @@ static void launcher_state_restore(void)
     sched_setaffinity(0, sizeof orig_cpus, &orig_cpus);
     if (have_numa)
         set_mempolicy_node0(MPOL_DEFAULT);
+    personality((unsigned long)orig_personality);
+    prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0);
+    syscall(SYS_ioprio_set, 1, 0, orig_ioprio);
+    prctl(PR_SET_TIMERSLACK, (unsigned long)orig_timerslack, 0, 0, 0);
 }
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -845,6 +858,25 @@ static void check_no_new_privs(pspawn_context_t *ctx, const char *probe)
     report_free(&ref);
 }
 
+/* So does memory-deny-write-execute (Linux 6.3). */
+static void check_mdwe(pspawn_context_t *ctx, const char *probe)
+{
+    char *args[] = { (char *)probe, "mdwe", NULL };
+    struct scenario sc = { .name = "launcher set memory-deny-write-execute", .argv = args,
+                           .null_attr = 1 };
+    struct report ref;
+
+    if (prctl(65 /* PR_SET_MDWE */, 1 /* PR_MDWE_REFUSE_EXEC_GAIN */, 0, 0, 0) != 0) {
+        tap_skip(strerror(errno), "%s: PR_SET_MDWE does not work here", sc.name);
+        return;
+    }
+    check_scenario(ctx, probe, &sc);
+    run_probe(REFERENCE, NULL, probe, &sc, &ref);
+    tap_ok(report_get(&ref, "misc.mdwe") && strcmp(report_get(&ref, "misc.mdwe"), "1") == 0,
+           "%s: the reference task has it (the comparison means something)", sc.name);
+    report_free(&ref);
+}
+
 /* A launcher that put itself under a seccomp filter after its zygote
  * started: a fork of the zygote would escape the filter, so the task is
  * exec'd (and is under it), and the reason says why. */
@@ -909,6 +941,9 @@ int main(int argc, char **argv)
         tap_bail("getcwd: %s", strerror(errno));
     getrlimit(RLIMIT_NOFILE, &orig_nofile);
     getrlimit(RLIMIT_CORE, &orig_core);
+    orig_personality = personality(0xffffffff);
+    orig_ioprio = (int)syscall(SYS_ioprio_get, 1, 0);
+    orig_timerslack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
     sched_getaffinity(0, sizeof orig_cpus, &orig_cpus);
     for (int c = 0; c < CPU_SETSIZE; c++)
         if (CPU_ISSET(c, &orig_cpus)) {
@@ -1122,6 +1157,7 @@ int main(int argc, char **argv)
 
     /* ---- phase 4: the launcher gave up privileges (for good: last) ---- */
     check_no_new_privs(&ctx_b, probe);
+    check_mdwe(&ctx_b, probe);
     check_seccomp(&ctx_b, probe);
 
     kill(holder, SIGKILL);

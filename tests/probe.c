@@ -399,6 +399,10 @@ static void report_misc(const char *status)
     getitimer(ITIMER_REAL, &it);
     kv("misc.itimer_real", "%s", it.it_value.tv_sec || it.it_value.tv_usec ? "armed" : "off");
     report_mempolicy();
+    kv("misc.thp_disable", "%d", prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0));
+    kv("misc.ioprio", "%ld", syscall(SYS_ioprio_get, 1 /* IOPRIO_WHO_PROCESS */, 0));
+    kv("misc.timerslack_ns", "%d", prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0));
+    kv("misc.mdwe", "%d", prctl(66 /* PR_GET_MDWE */, 0, 0, 0, 0));
     kv_str("misc.seccomp", status_field(status, "Seccomp", val, sizeof val));
     kv_str("misc.seccomp_filters", status_field(status, "Seccomp_filters", val, sizeof val));
 }
