@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -59,12 +61,14 @@ void pspawn_fallback(struct pspawn_zygote *z, int for_good, const char *fmt, ...
 /* Signal and reap the zygote through its pidfd where there is one: a
  * launcher that reaps every child itself (prted's waitpid(-1)) may have
  * reaped it already, and its pid may since belong to another process. */
-void pspawn_signal_zygote(const struct pspawn_zygote *z, int sig)
+int pspawn_signal_zygote(const struct pspawn_zygote *z, int sig)
 {
+    int r = 0;
     if (z->pidfd >= 0)
-        syscall(SYS_pidfd_send_signal, z->pidfd, sig, NULL, 0);
+        r = (int)syscall(SYS_pidfd_send_signal, z->pidfd, sig, NULL, 0);
     else if (z->zpid > 0)
-        kill(z->zpid, sig);
+        r = kill(z->zpid, sig);
+    return r < 0 ? errno : 0;
 }
 
 static int reap_zygote(struct pspawn_zygote *z, int *status)
@@ -101,11 +105,23 @@ static void close_channels(struct pspawn_zygote *z)
  * from now on. */
 void pspawn_zygote_lost(struct pspawn_zygote *z, int kill_it)
 {
+    /* Hang up first: a zygote exits when its launcher does, which is all
+     * that stops one the launcher may no longer signal (it gave up the
+     * privileges the zygote kept).  One that does not exit in time (a
+     * stopped one) is left unreaped rather than waited for forever. */
+    if (z->sock >= 0)
+        close(z->sock);
+    if (z->report_r >= 0)
+        close(z->report_r);
+    z->sock = z->report_r = -1;
     if (z->zpid > 0) {
-        if (kill_it)
-            pspawn_signal_zygote(z, SIGKILL);
-        int st;
-        reap_zygote(z, &st);
+        int st, reap = 1;
+        if (kill_it && pspawn_signal_zygote(z, SIGKILL) != 0 && z->pidfd >= 0) {
+            struct pollfd p = { z->pidfd, POLLIN, 0 };
+            reap = poll(&p, 1, z->timeout_ms) == 1;
+        }
+        if (reap)
+            reap_zygote(z, &st);
         z->zpid = -1;
     }
     close_channels(z);
@@ -235,6 +251,56 @@ static int start_timeout_ms(const struct pspawn_zygote *z)
      * can take minutes; only then is a silent zygote a hung one. */
     int t = 4 * z->timeout_ms;
     return t < 120000 ? 120000 : t;
+}
+
+int pspawn_creds_get(struct pspawn_creds *c)
+{
+    memset(c, 0, sizeof *c);
+    if (getresuid(&c->uid[0], &c->uid[1], &c->uid[2]) < 0 ||
+        getresgid(&c->gid[0], &c->gid[1], &c->gid[2]) < 0)
+        return errno;
+    gid_t small[64], *g = small;
+    int n = getgroups(0, NULL);
+    if (n > (int)(sizeof small / sizeof small[0]) && !(g = malloc((size_t)n * sizeof *g)))
+        return ENOMEM;
+    n = n < 0 ? -1 : getgroups(n, g);
+    int err = n < 0 ? errno : 0;
+    uint64_t h = UINT64_C(14695981039346656037);    /* FNV-1a */
+    for (int i = 0; i < n; i++) {
+        h ^= (uint64_t)g[i];
+        h *= UINT64_C(1099511628211);
+    }
+    if (g != small)
+        free(g);
+    if (err)
+        return err;
+    c->groups = h;
+    c->ngroups = (uint32_t)n;
+    struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+    struct __user_cap_data_struct d[2];
+    if (syscall(SYS_capget, &hdr, d) == 0)
+        for (int i = 0; i < 2; i++) {
+            c->cap[3 * i] = d[i].effective;
+            c->cap[3 * i + 1] = d[i].permitted;
+            c->cap[3 * i + 2] = d[i].inheritable;
+        }
+    c->securebits = prctl(PR_GET_SECUREBITS, 0, 0, 0, 0);
+    return 0;
+}
+
+const char *pspawn_creds_differ(const struct pspawn_creds *a, const struct pspawn_creds *b)
+{
+    if (memcmp(a->uid, b->uid, sizeof a->uid))
+        return "user IDs";
+    if (memcmp(a->gid, b->gid, sizeof a->gid))
+        return "group IDs";
+    if (a->groups != b->groups || a->ngroups != b->ngroups)
+        return "supplementary groups";
+    if (memcmp(a->cap, b->cap, sizeof a->cap))
+        return "capabilities";
+    if (a->securebits != b->securebits)
+        return "securebits";
+    return NULL;
 }
 
 static int start_zygote(struct pspawn_zygote *z, int core, char *const envp[])
@@ -380,6 +446,8 @@ int pspawn_context_create_ex(pspawn_context_t *ctx, const char *path, int core,
     }
     if (z->prog.fallback)
         pspawn_fallback(z, 1, "%s", z->prog.fallback);
+    else if ((err = pspawn_creds_get(&z->creds)))
+        ;
     else if (pspawn_env_true("PSPAWN_FORCE_EXEC"))
         pspawn_fallback(z, 1, "PSPAWN_FORCE_EXEC is set");
     else if (!(z->loader_env = loader_env_of(envp ? envp : environ)))

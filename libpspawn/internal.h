@@ -59,8 +59,20 @@ struct program {
     const char *fallback;   /* static, set-id...: a reason to never use a zygote */
 };
 
+/* What the caller may do.  A fork of the zygote has what the caller had
+ * when the zygote started; an exec, what it has now. */
+struct pspawn_creds {
+    uid_t uid[3];           /* real, effective, saved */
+    gid_t gid[3];
+    uint64_t groups;        /* hash of the supplementary groups */
+    uint32_t ngroups;
+    uint32_t cap[6];        /* capget(2): effective, permitted, inheritable */
+    int securebits;
+};
+
 struct pspawn_zygote {
     struct program prog;
+    struct pspawn_creds creds;      /* the caller's when the zygote started */
     int fallback;           /* for good: no zygote */
     char reason[512];
     int have_reason;
@@ -164,7 +176,13 @@ void pspawn_free_environ(char **env);
 void pspawn_fallback(struct pspawn_zygote *z, int for_good, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void pspawn_zygote_lost(struct pspawn_zygote *z, int kill_it);
-void pspawn_signal_zygote(const struct pspawn_zygote *z, int sig);
+/* Read the caller's credentials; returns 0 or an errno. */
+int pspawn_creds_get(struct pspawn_creds *c);
+/* What differs between A and B ("user IDs", ...), or NULL. */
+const char *pspawn_creds_differ(const struct pspawn_creds *a, const struct pspawn_creds *b);
+/* Returns 0 or the errno of the signal (EPERM once the caller dropped
+ * the privileges the zygote still has). */
+int pspawn_signal_zygote(const struct pspawn_zygote *z, int sig);
 void pspawn_debug(const struct pspawn_zygote *z, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

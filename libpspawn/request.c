@@ -511,6 +511,16 @@ int pspawn_run_vector(struct pspawn_zygote *z, pspawn_task_t *tasks, size_t n,
                         "(device, inode, size or mtime differ)");
         use_zygote = 0;
     }
+    /* A caller that gave up privileges (dropped root, groups, a
+     * capability) must not get tasks that still have them. */
+    struct pspawn_creds now;
+    const char *what = NULL;
+    if (use_zygote && (pspawn_creds_get(&now) || (what = pspawn_creds_differ(&now, &z->creds)))) {
+        pspawn_zygote_lost(z, 1);
+        pspawn_fallback(z, 1, "the caller's %s changed since the zygote started",
+                        what ? what : "credentials (unreadable)");
+        use_zygote = 0;
+    }
     /* Tasks mostly share one environment: compare each distinct one once. */
     char *const *seen = NULL;
     const char *var = NULL;

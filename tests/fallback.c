@@ -14,6 +14,9 @@
  * Uses $TESTS_BUILDDIR/{task,task-static,task-v2,threaded}.
  */
 #include <errno.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <sys/syscall.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
@@ -404,6 +407,90 @@ static void case_capabilities(void)
                   "task version=1 rank=- size=- local=- args=x\n");
 }
 
+/* A launcher that gives up a privilege after its zygote started (drops
+ * root, its groups, a capability): a fork of the zygote would keep it, so
+ * the task is exec'd, and the zygote is not used again.  Runs in a child
+ * process (this one stays root), whose exit status carries the results
+ * that become TAP lines here. */
+enum { CR_SERVED = 1, CR_RAN = 2, CR_REASON = 4, CR_FOR_GOOD = 8, CR_OWNER = 16 };
+
+static int creds_child(int what, const char *word)
+{
+    char task[PATH_MAX];
+    pspawn_context_t ctx;
+    struct outcome o;
+    struct stat st;
+    int bits = 0;
+
+    snprintf(task, sizeof task, "%s/task", builddir);
+    if (create_context(&ctx, task, NULL) != 0)
+        return 0x80;
+    spawn_task(&ctx, task, "x", &o);
+    if (o.rc == 0 && o.exited0 && o.runs == 1 && pspawn_context_uses_zygote(&ctx) &&
+        !pspawn_context_reason(&ctx))
+        bits |= CR_SERVED;
+    outcome_free(&o);
+    if (what == 0) {
+        gid_t none[1];
+        if (setgroups(0, none) != 0 || setresgid(65534, 65534, 65534) != 0 ||
+            setresuid(65534, 65534, 65534) != 0)
+            return 0x80;
+    } else if (what == 1) {
+        gid_t other[1] = { 12345 };
+        if (setgroups(1, other) != 0)
+            return 0x80;
+    } else {
+        struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+        struct __user_cap_data_struct d[2];
+        if (syscall(SYS_capget, &h, d) != 0)
+            return 0x80;
+        d[0].effective &= ~(1u << CAP_NET_RAW);
+        d[0].permitted &= ~(1u << CAP_NET_RAW);
+        if (syscall(SYS_capset, &h, d) != 0)
+            return 0x80;
+    }
+    spawn_task(&ctx, task, "x", &o);
+    if (o.rc == 0 && o.exited0 && o.runs == 1 && o.pid_matches)
+        bits |= CR_RAN;
+    if (pspawn_context_reason(&ctx) && strstr(pspawn_context_reason(&ctx), word))
+        bits |= CR_REASON;
+    tap_diag("    reason: %s", pspawn_context_reason(&ctx) ? pspawn_context_reason(&ctx) : "(none)");
+    if (!pspawn_context_uses_zygote(&ctx))
+        bits |= CR_FOR_GOOD;
+    if (stat(append_path, &st) == 0 && st.st_uid == (what == 0 ? 65534 : 0))
+        bits |= CR_OWNER;
+    outcome_free(&o);
+    pspawn_context_destroy(&ctx);
+    fflush(stdout);
+    return bits;
+}
+
+static void case_creds(const char *name, int what, const char *word)
+{
+    pid_t pid;
+    int st, bits;
+
+    if (geteuid() != 0) {
+        tap_skip("not root", "%s: falls back to exec", name);
+        return;
+    }
+    chmod(tmpdir, 0777);    /* the launcher that gave up root writes there */
+    fflush(stdout);
+    pid = fork();
+    if (pid == 0)
+        _exit(creds_child(what, word));
+    bits = waitpid(pid, &st, 0) == pid && WIFEXITED(st) ? WEXITSTATUS(st) : 0x80;
+    chmod(tmpdir, 0700);
+    if (bits & 0x80)
+        tap_bail("%s: the launcher could not set itself up (status %#x)", name, (unsigned)st);
+    tap_ok(bits & CR_SERVED, "%s: before, the zygote served the task", name);
+    tap_ok(bits & CR_RAN, "%s: after, the task ran exactly once and exited 0", name);
+    tap_ok(bits & CR_REASON, "%s: reason mentions \"%s\"", name, word);
+    tap_ok(bits & CR_FOR_GOOD, "%s: the context uses exec from then on", name);
+    tap_ok(bits & CR_OWNER, "%s: the task ran as the launcher does now (uid %d owns its file)",
+           name, what == 0 ? 65534 : 0);
+}
+
 static void case_threads(void)
 {
     char path[PATH_MAX];
@@ -709,6 +796,9 @@ int main(int argc, char **argv)
     case_setid(S_ISUID, "set-user-ID binary");
     case_setid(S_ISGID, "set-group-ID binary");
     case_capabilities();
+    case_creds("launcher dropped root", 0, "user IDs");
+    case_creds("launcher changed its groups", 1, "supplementary groups");
+    case_creds("launcher dropped a capability", 2, "capabilities");
     case_threads();
     case_changed(1);
     case_changed(0);
