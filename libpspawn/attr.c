@@ -297,8 +297,9 @@ int pspawn_call_init(struct call *c, const pspawn_attr_t *attrp, char *const env
         c->sched_priority = sp.sched_priority;
         c->flags |= REQ_SCHED;
     }
-    /* So do its NUMA memory policy and no_new_privs; and a zygote must not
-     * serve a caller that has since put itself under seccomp filters. */
+    /* So do its NUMA memory policy, no_new_privs and the attributes that
+     * fork and exec both keep (personality...); and a zygote must not serve
+     * a caller that has since put itself under seccomp filters. */
     if (a && (a->set & ATTR_MEMPOLICY)) {
         c->mempolicy = a->mempolicy;
         memcpy(c->nodemask, a->nodemask, sizeof c->nodemask);

@@ -17,13 +17,6 @@
 
 #include <sys/personality.h>
 
-#ifndef PR_SET_MDWE
-#define PR_SET_MDWE 65
-#define PR_GET_MDWE 66
-#endif
-#ifndef PR_MDWE_NO_INHERIT
-#define PR_MDWE_NO_INHERIT 2
-#endif
 #define IOPRIO_WHO_PROCESS 1
 
 #ifndef SYS_close_range

@@ -14,6 +14,14 @@
 
 #include "protocol.h"
 
+#ifndef PR_SET_MDWE             /* Linux 6.3; not in every <sys/prctl.h> */
+#define PR_SET_MDWE 65
+#define PR_GET_MDWE 66
+#endif
+#ifndef PR_MDWE_NO_INHERIT
+#define PR_MDWE_NO_INHERIT 2
+#endif
+
 struct child_action {
     int kind;               /* enum fa_kind */
     int fd;                 /* target */

@@ -558,7 +558,7 @@ static unsigned procstate_flags(const struct wire_procstate *ps)
         flags |= REQ_IOPRIO;
     if (ps->timerslack > 0 && P.proc.timerslack > 0 && ps->timerslack != P.proc.timerslack)
         flags |= REQ_TIMERSLACK;
-    if (ps->mdwe > 0 && !(ps->mdwe & 2) && P.proc.mdwe == 0)
+    if (ps->mdwe > 0 && !(ps->mdwe & PR_MDWE_NO_INHERIT) && P.proc.mdwe == 0)
         flags |= REQ_MDWE;
     return flags;
 }
