@@ -285,6 +285,26 @@ int pspawn_creds_get(struct pspawn_creds *c)
             c->cap[3 * i + 2] = d[i].inheritable;
         }
     c->securebits = prctl(PR_GET_SECUREBITS, 0, 0, 0, 0);
+    /* Exec keeps both sets, and builds the task's capabilities from them
+     * (root's tasks get the bounding set).  Each is one prctl per
+     * capability, so read only where capget's sets say it could differ:
+     * dropping a bounding capability needs CAP_SETPCAP in the permitted
+     * set, and the ambient set is always within permitted and inheritable,
+     * so outside those the sets cannot change without capget's changing. */
+    uint64_t perm = (uint64_t)c->cap[1] | (uint64_t)c->cap[4] << 32;
+    uint64_t inh = (uint64_t)c->cap[2] | (uint64_t)c->cap[5] << 32;
+    if (perm & (UINT64_C(1) << CAP_SETPCAP))
+        for (int cap = 0; cap < 64; cap++) {
+            int r = prctl(PR_CAPBSET_READ, cap, 0, 0, 0);
+            if (r < 0)
+                break;      /* EINVAL: past the kernel's last capability */
+            if (r)
+                c->bounding |= UINT64_C(1) << cap;
+        }
+    for (int cap = 0; cap < 64 && (perm & inh) >> cap; cap++)
+        if ((perm & inh) >> cap & 1 &&
+            prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, cap, 0, 0) == 1)
+            c->ambient |= UINT64_C(1) << cap;
     return 0;
 }
 
@@ -300,6 +320,10 @@ const char *pspawn_creds_differ(const struct pspawn_creds *a, const struct pspaw
         return "capabilities";
     if (a->securebits != b->securebits)
         return "securebits";
+    if (a->bounding != b->bounding)
+        return "bounding capability set";
+    if (a->ambient != b->ambient)
+        return "ambient capabilities";
     return NULL;
 }
 
@@ -406,6 +430,9 @@ static int start_zygote(struct pspawn_zygote *z, int core, char *const envp[])
         if (ready.status == ZYGOTE_THREADED)
             pspawn_fallback(z, 1, "zygote has %d threads at main (a constructor started a "
                             "thread; fork would copy only one)", ready.detail);
+        else if (ready.status == ZYGOTE_POSIX_TIMERS)
+            pspawn_fallback(z, 1, "zygote has POSIX timers at main (%d: a constructor called "
+                            "timer_create; fork keeps none)", ready.detail);
         else
             pspawn_fallback(z, 1, "program does not start through __libc_start_main "
                             "(not a glibc program): no place to park it");

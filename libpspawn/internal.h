@@ -68,6 +68,11 @@ struct pspawn_creds {
     uint32_t ngroups;
     uint32_t cap[6];        /* capget(2): effective, permitted, inheritable */
     int securebits;
+    /* Read only where they can change without capget's sets changing (a
+     * caller that cannot change them pays nothing): the bounding set while
+     * CAP_SETPCAP is permitted, the ambient set while permitted and
+     * inheritable share a capability. */
+    uint64_t bounding, ambient;
 };
 
 struct pspawn_zygote {

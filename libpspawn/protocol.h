@@ -28,7 +28,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#define PSPAWN_MAGIC        0x70737078u /* "psp" + version 'x' */
+#define PSPAWN_MAGIC        0x70737079u /* "psp" + version 'y' */
 #define PSPAWN_REQ_MAX      64
 #define PSPAWN_FD_MAX       64          /* fds passed per request */
 #define PSPAWN_REPORT_DONE  0xffffffffu
@@ -53,6 +53,7 @@ enum zygote_status {
     ZYGOTE_THREADED = 1,    /* detail: thread count */
     ZYGOTE_NO_LIBC_START = 2,
     ZYGOTE_LISTEN_FAILED = 3,   /* stand-in mode: detail errno */
+    ZYGOTE_POSIX_TIMERS = 4,    /* detail: how many */
 };
 
 struct zygote_ready {

@@ -35,6 +35,7 @@
 #include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -85,6 +86,8 @@ static struct {
     int have_mm;
     struct text_range *text;    /* small text mappings, mapped in each task */
     int ntext;
+    struct itimerval itimer[3]; /* a constructor's alarm or interval timers */
+    int itimers;                /* bit per armed one */
 } P;
 
 /* What a released task returns into main() with. */
@@ -208,6 +211,46 @@ static void restore_env(void)
     unsetenv(PSPAWN_ENV_LISTEN);
     unsetenv(PSPAWN_ENV_TOKEN);
     unsetenv(PSPAWN_ENV_TASKS);
+}
+
+/* POSIX timers (timer_create) a constructor made: a fork does not keep
+ * them, and their notification cannot be read back to make them again.
+ * 0 where /proc/self/timers is absent (no CONFIG_CHECKPOINT_RESTORE). */
+static int count_posix_timers(void)
+{
+    FILE *f = fopen("/proc/self/timers", "re");
+    char line[128];
+    int n = 0;
+    if (!f)
+        return 0;
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, "ID:", 3) == 0)
+            n++;
+    fclose(f);
+    return n;
+}
+
+/* alarm() and setitimer() timers are not kept by fork either, but exec
+ * keeps them: a task gets those its constructors armed, as they were at
+ * the park (an exec'd task's were armed as long before main).  The zygote
+ * itself stops them: an alarm would end it, a profiling timer interrupt
+ * its serving. */
+static void record_itimers(void)
+{
+    static const struct itimerval off;
+    for (int which = ITIMER_REAL; which <= ITIMER_PROF; which++)
+        if (getitimer(which, &P.itimer[which]) == 0 &&
+            (P.itimer[which].it_value.tv_sec || P.itimer[which].it_value.tv_usec)) {
+            P.itimers |= 1 << which;
+            setitimer(which, &off, NULL);
+        }
+}
+
+static void rearm_itimers(void)
+{
+    for (int which = ITIMER_REAL; which <= ITIMER_PROF; which++)
+        if (P.itimers & 1 << which)
+            setitimer(which, &P.itimer[which], NULL);
 }
 
 static int count_threads(void)
@@ -369,6 +412,7 @@ static void record_parked_state(void)
         P.robust_head = NULL;
     record_mm();
     record_text();
+    record_itimers();
 }
 
 /* fork(2) without glibc's atfork handlers (exec does not run them either),
@@ -532,6 +576,7 @@ static struct task_start task_main(const char *base, size_t size, uint32_t id, u
         prctl(PR_SET_MM, PR_SET_MM_MAP, &mm, sizeof mm, 0);
     }
     pspawn_child_sigmask(sigmask);
+    rearm_itimers();
     return ts;
 }
 
@@ -954,6 +999,7 @@ static void run_floor(void)
         pid_t pid = clone_task(0);
         if (pid == 0) {
             prefault_text();    /* the task's own setup, not protocol */
+            rearm_itimers();
             return;
         }
         if (pid > 0)
@@ -975,6 +1021,12 @@ static int park_main(int argc, char **argv, char **envp)
     if (threads > 1) {
         if (P.sock >= 0)
             send_ready(ZYGOTE_THREADED, threads);
+        _exit(0);
+    }
+    int timers = count_posix_timers();
+    if (timers > 0) {
+        if (P.sock >= 0)
+            send_ready(ZYGOTE_POSIX_TIMERS, timers);
         _exit(0);
     }
     fflush(NULL);

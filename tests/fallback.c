@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -183,12 +184,12 @@ static void outcome_free(struct outcome *o)
     memset(o, 0, sizeof *o);
 }
 
-/* One task: "PROG append FILE ARG"; it appends "- PID" and prints
- * "task version=V ... args=ARG". */
-static void spawn_task_env(pspawn_context_t *ctx, const char *argv0, const char *arg,
-                           char *const envp[], struct outcome *o)
+/* Spawns ARGV (with ENVP) through CTX, waits for it and collects what it
+ * printed and how many times it ran: the task appends PREFIX and its pid
+ * to append_path. */
+static void spawn_collect(pspawn_context_t *ctx, char *const argv[], char *const envp[],
+                          const char *prefix, struct outcome *o)
 {
-    char *argv[] = { (char *)argv0, "append", append_path, (char *)arg, NULL };
     struct redirect r;
     pid_t pid = -1;
     double t0;
@@ -208,9 +209,19 @@ static void spawn_task_env(pspawn_context_t *ctx, const char *argv0, const char 
     o->err = read_file(stderr_path);
     runs = read_file(append_path);
     o->runs = count_lines(runs);
-    snprintf(want, sizeof want, "- %ld\n", (long)pid);
+    snprintf(want, sizeof want, "%s%ld\n", prefix, (long)pid);
     o->pid_matches = strcmp(runs, want) == 0;
     free(runs);
+}
+
+/* One task: "PROG append FILE ARG"; it appends "- PID" and prints
+ * "task version=V ... args=ARG". */
+static void spawn_task_env(pspawn_context_t *ctx, const char *argv0, const char *arg,
+                           char *const envp[], struct outcome *o)
+{
+    char *argv[] = { (char *)argv0, "append", append_path, (char *)arg, NULL };
+
+    spawn_collect(ctx, argv, envp, "- ", o);
 }
 
 static void spawn_task(pspawn_context_t *ctx, const char *argv0, const char *arg,
@@ -219,28 +230,12 @@ static void spawn_task(pspawn_context_t *ctx, const char *argv0, const char *arg
     spawn_task_env(ctx, argv0, arg, NULL, o);
 }
 
+/* The threaded or timers program: "PROG FILE"; it appends "PID". */
 static void spawn_threaded(pspawn_context_t *ctx, const char *argv0, struct outcome *o)
 {
     char *argv[] = { (char *)argv0, append_path, NULL };
-    struct redirect r;
-    pid_t pid = -1;
-    char *runs, want[64];
-    int st;
 
-    memset(o, 0, sizeof *o);
-    reset_captures();
-    redirect_begin(&r);
-    o->rc = pspawn_ex(&pid, ctx, NULL, argv, NULL);
-    redirect_end(&r);
-    if (o->rc == 0 && waitpid(pid, &st, 0) == pid)
-        o->exited0 = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-    o->out = read_file(capture_path);
-    o->err = read_file(stderr_path);
-    runs = read_file(append_path);
-    o->runs = count_lines(runs);
-    snprintf(want, sizeof want, "%ld\n", (long)pid);
-    o->pid_matches = strcmp(runs, want) == 0;
-    free(runs);
+    spawn_collect(ctx, argv, NULL, "", o);
 }
 
 /* ---- checks ------------------------------------------------------------- */
@@ -320,15 +315,18 @@ static int create_context(pspawn_context_t *ctx, const char *path, struct outcom
     return rc;
 }
 
-static char *concat(const char *a, const char *b)
+/* Puts BEFORE (what the context's creation printed) ahead of O's stderr,
+ * where the reason checks look for it. */
+static void prepend_err(struct outcome *o, const char *before)
 {
-    char *s = malloc(strlen(a) + strlen(b) + 1);
+    char *s = malloc(strlen(before) + strlen(o->err) + 1);
 
     if (!s)
         tap_bail("out of memory");
-    strcpy(s, a);
-    strcat(s, b);
-    return s;
+    strcpy(s, before);
+    strcat(s, o->err);
+    free(o->err);
+    o->err = s;
 }
 
 /* A context that falls back from its creation: PATH's zygote cannot serve. */
@@ -345,11 +343,7 @@ static void check_refused(const char *name, const char *path, const char *word,
         return;
     }
     spawn_task(&ctx, path, "x", &o);
-    {
-        char *all = concat(created.err, o.err);
-        free(o.err);
-        o.err = all;
-    }
+    prepend_err(&o, created.err);
     check_ran_once(name, &o, want_out);
     check_reason(name, &ctx, &o, word);
     check_exec_for_good(name, &ctx);
@@ -408,11 +402,62 @@ static void case_capabilities(void)
 }
 
 /* A launcher that gives up a privilege after its zygote started (drops
- * root, its groups, a capability): a fork of the zygote would keep it, so
- * the task is exec'd, and the zygote is not used again.  Runs in a child
- * process (this one stays root), whose exit status carries the results
- * that become TAP lines here. */
-enum { CR_SERVED = 1, CR_RAN = 2, CR_REASON = 4, CR_FOR_GOOD = 8, CR_OWNER = 16 };
+ * root, its groups, a capability, a capability from its bounding or
+ * ambient set): a fork of the zygote would keep it, so the task is exec'd,
+ * and the zygote is not used again.  Runs in a child process (this one
+ * stays root), whose exit status carries the results that become TAP
+ * lines here. */
+enum {
+    CR_SERVED = 1, CR_RAN = 2, CR_REASON = 4, CR_FOR_GOOD = 8, CR_OWNER = 16,
+    CR_CAP_AS_EXEC = 32, CR_EXEC_LACKS = 64,
+};
+enum { CR_ROOT, CR_GROUPS, CR_CAP, CR_BOUNDING, CR_AMBIENT };
+
+/* Whether a task ("task wait") started by CTX, or by posix_spawn where
+ * CTX is NULL, has CAP_NET_RAW in its effective set (/proc/PID/status);
+ * -1 where it did not start. */
+static int task_has_net_raw(pspawn_context_t *ctx, const char *task)
+{
+    char *argv[] = { (char *)task, "wait", NULL };
+    char path[64], line[256];
+    unsigned long long eff;
+    int has = -1;
+    pid_t pid;
+    FILE *f;
+
+    if (ctx ? pspawn_ex(&pid, ctx, NULL, argv, NULL) != 0
+            : posix_spawn(&pid, task, NULL, NULL, argv, environ) != 0)
+        return -1;
+    snprintf(path, sizeof path, "/proc/%ld/status", (long)pid);
+    if ((f = fopen(path, "r"))) {
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "CapEff: %llx", &eff) == 1)
+                has = (int)(eff >> CAP_NET_RAW & 1);
+        fclose(f);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    return has;
+}
+
+/* capset(2) with CAP_NET_RAW in SETS ("e", "p", "i": effective, permitted,
+ * inheritable) or not. */
+static int set_net_raw(const char *sets, int on)
+{
+    struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+    struct __user_cap_data_struct d[2];
+    __u32 bit = 1u << CAP_NET_RAW;
+
+    if (syscall(SYS_capget, &h, d) != 0)
+        return -1;
+    if (strchr(sets, 'e'))
+        d[0].effective = on ? d[0].effective | bit : d[0].effective & ~bit;
+    if (strchr(sets, 'p'))
+        d[0].permitted = on ? d[0].permitted | bit : d[0].permitted & ~bit;
+    if (strchr(sets, 'i'))
+        d[0].inheritable = on ? d[0].inheritable | bit : d[0].inheritable & ~bit;
+    return (int)syscall(SYS_capset, &h, d);
+}
 
 static int creds_child(int what, const char *word)
 {
@@ -423,31 +468,44 @@ static int creds_child(int what, const char *word)
     int bits = 0;
 
     snprintf(task, sizeof task, "%s/task", builddir);
+    if (what == CR_AMBIENT) {
+        /* A launcher that is not root and hands CAP_NET_RAW to what it
+         * runs through its ambient set: so does the zygote's exec. */
+        gid_t none[1];
+        if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0 || setgroups(0, none) != 0 ||
+            setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0 ||
+            set_net_raw("epi", 1) != 0 ||
+            prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_NET_RAW, 0, 0) != 0)
+            return 0x80;
+    }
     if (create_context(&ctx, task, NULL) != 0)
         return 0x80;
+    if (task_has_net_raw(&ctx, task) != 1)
+        return 0x80;        /* the change below would not be seen */
     spawn_task(&ctx, task, "x", &o);
     if (o.rc == 0 && o.exited0 && o.runs == 1 && pspawn_context_uses_zygote(&ctx) &&
         !pspawn_context_reason(&ctx))
         bits |= CR_SERVED;
     outcome_free(&o);
-    if (what == 0) {
+    if (what == CR_ROOT) {
         gid_t none[1];
         if (setgroups(0, none) != 0 || setresgid(65534, 65534, 65534) != 0 ||
             setresuid(65534, 65534, 65534) != 0)
             return 0x80;
-    } else if (what == 1) {
+    } else if (what == CR_GROUPS) {
         gid_t other[1] = { 12345 };
         if (setgroups(1, other) != 0)
             return 0x80;
-    } else {
-        struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
-        struct __user_cap_data_struct d[2];
-        if (syscall(SYS_capget, &h, d) != 0)
+    } else if (what == CR_CAP) {
+        if (set_net_raw("ep", 0) != 0)
             return 0x80;
-        d[0].effective &= ~(1u << CAP_NET_RAW);
-        d[0].permitted &= ~(1u << CAP_NET_RAW);
-        if (syscall(SYS_capset, &h, d) != 0)
+    } else if (what == CR_BOUNDING) {
+        /* Still root with every capability, but an exec'd task (root's
+         * file capabilities are the bounding set) no longer gets it. */
+        if (prctl(PR_CAPBSET_DROP, CAP_NET_RAW, 0, 0, 0) != 0)
             return 0x80;
+    } else if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_LOWER, CAP_NET_RAW, 0, 0) != 0) {
+        return 0x80;
     }
     spawn_task(&ctx, task, "x", &o);
     if (o.rc == 0 && o.exited0 && o.runs == 1 && o.pid_matches)
@@ -457,8 +515,16 @@ static int creds_child(int what, const char *word)
     tap_diag("    reason: %s", pspawn_context_reason(&ctx) ? pspawn_context_reason(&ctx) : "(none)");
     if (!pspawn_context_uses_zygote(&ctx))
         bits |= CR_FOR_GOOD;
-    if (stat(append_path, &st) == 0 && st.st_uid == (what == 0 ? 65534 : 0))
+    if (stat(append_path, &st) == 0 &&
+        st.st_uid == (what == CR_ROOT || what == CR_AMBIENT ? 65534 : 0))
         bits |= CR_OWNER;
+    if (what != CR_ROOT && what != CR_GROUPS) {
+        int exec_has = task_has_net_raw(NULL, task);
+        if (exec_has >= 0 && task_has_net_raw(&ctx, task) == exec_has)
+            bits |= CR_CAP_AS_EXEC;
+        if (exec_has == 0)
+            bits |= CR_EXEC_LACKS;
+    }
     outcome_free(&o);
     pspawn_context_destroy(&ctx);
     fflush(stdout);
@@ -488,35 +554,87 @@ static void case_creds(const char *name, int what, const char *word)
     tap_ok(bits & CR_REASON, "%s: reason mentions \"%s\"", name, word);
     tap_ok(bits & CR_FOR_GOOD, "%s: the context uses exec from then on", name);
     tap_ok(bits & CR_OWNER, "%s: the task ran as the launcher does now (uid %d owns its file)",
-           name, what == 0 ? 65534 : 0);
+           name, what == CR_ROOT || what == CR_AMBIENT ? 65534 : 0);
+    if (what != CR_ROOT && what != CR_GROUPS)
+        tap_ok(bits & CR_CAP_AS_EXEC, "%s: a task started then has CAP_NET_RAW or not, as an "
+               "exec'd one (%s)", name, bits & CR_EXEC_LACKS ? "lacks it" : "has it: root");
+    if (what == CR_BOUNDING || what == CR_AMBIENT)
+        tap_ok(bits & CR_EXEC_LACKS, "%s: an exec'd task lacks CAP_NET_RAW, which the zygote "
+               "has (the comparison means something)", name);
 }
 
-static void case_threads(void)
+/* PROG's constructors leave the zygote in a state a fork cannot copy (a
+ * thread, a POSIX timer), set up by TIMERS in PSPAWN_TEST_TIMERS (NULL:
+ * none): it refuses to park, and every task is exec'd. */
+static void case_refused_at_main(const char *name, const char *prog, const char *timers,
+                                 const char *word, const char *want_out)
 {
     char path[PATH_MAX];
     pspawn_context_t ctx;
     struct outcome created = { 0 }, o;
     int rc;
 
-    snprintf(path, sizeof path, "%s/threaded", builddir);
+    snprintf(path, sizeof path, "%s/%s", builddir, prog);
+    if (timers)
+        setenv("PSPAWN_TEST_TIMERS", timers, 1);
     rc = create_context(&ctx, path, &created);
-    tap_ok(rc == 0, "threads at main: pspawn_context_create succeeds (rc %d)", rc);
-    if (rc != 0) {
-        free(created.err);
-        return;
+    tap_ok(rc == 0, "%s: pspawn_context_create succeeds (rc %d)", name, rc);
+    if (rc == 0) {
+        spawn_threaded(&ctx, path, &o);
+        prepend_err(&o, created.err);
+        check_ran_once(name, &o, want_out);
+        check_reason(name, &ctx, &o, word);
+        check_exec_for_good(name, &ctx);
+        outcome_free(&o);
+        pspawn_context_destroy(&ctx);
     }
-    spawn_threaded(&ctx, path, &o);
-    {
-        char *all = concat(created.err, o.err);
-        free(o.err);
-        o.err = all;
-    }
-    check_ran_once("threads at main", &o, "threaded main ran\n");
-    check_reason("threads at main", &ctx, &o, "threads");
-    check_exec_for_good("threads at main", &ctx);
-    outcome_free(&o);
     free(created.err);
+    unsetenv("PSPAWN_TEST_TIMERS");
+}
+
+/* The first line PROG prints when exec'd by popen(3) (the shell execs
+ * it), without its newline ("" if none). */
+static void exec_output(const char *prog, char *line, size_t size)
+{
+    FILE *p = popen(prog, "r");
+
+    line[0] = 0;
+    if (p) {
+        if (fgets(line, (int)size, p))
+            line[strcspn(line, "\n")] = 0;
+        pclose(p);
+    }
+}
+
+/* A constructor armed an alarm and a profiling timer (gcc -pg does):
+ * exec keeps them, fork does not; the zygote's task gets them again. */
+static void case_itimers(void)
+{
+    const char *name = "constructor armed interval timers";
+    const char *want = "real=1,0 prof=1,10000 sigprof=1 posix=0";
+    char path[PATH_MAX], ref[256], want_nl[64];
+    pspawn_context_t ctx;
+    struct outcome o;
+
+    snprintf(path, sizeof path, "%s/timers", builddir);
+    setenv("PSPAWN_TEST_TIMERS", "itimer", 1);
+    exec_output(path, ref, sizeof ref);
+    tap_ok(strcmp(ref, want) == 0, "%s: an exec'd task has them (\"%s\")", name, ref);
+    if (create_context(&ctx, path, NULL) != 0)
+        tap_bail("%s: pspawn_context_create failed", name);
+    spawn_threaded(&ctx, path, &o);
+    snprintf(want_nl, sizeof want_nl, "%s\n", want);
+    check_zygote_served(name, &ctx, &o, want_nl);
+    outcome_free(&o);
+    /* The alarm is 3 s: a zygote that kept it would be dead by now. */
+    sleep(4);
+    spawn_threaded(&ctx, path, &o);
+    check_ran_once(name, &o, want_nl);
+    tap_ok(pspawn_context_uses_zygote(&ctx) && !pspawn_context_reason(&ctx),
+           "%s: the zygote outlived the alarm (served again 4 s later)", name);
+    outcome_free(&o);
     pspawn_context_destroy(&ctx);
+    unsetenv("PSPAWN_TEST_TIMERS");
 }
 
 /* The binary is replaced (new inode) or touched (new mtime) after its
@@ -796,10 +914,16 @@ int main(int argc, char **argv)
     case_setid(S_ISUID, "set-user-ID binary");
     case_setid(S_ISGID, "set-group-ID binary");
     case_capabilities();
-    case_creds("launcher dropped root", 0, "user IDs");
-    case_creds("launcher changed its groups", 1, "supplementary groups");
-    case_creds("launcher dropped a capability", 2, "capabilities");
-    case_threads();
+    case_creds("launcher dropped root", CR_ROOT, "user IDs");
+    case_creds("launcher changed its groups", CR_GROUPS, "supplementary groups");
+    case_creds("launcher dropped a capability", CR_CAP, "capabilities");
+    case_creds("launcher dropped a capability from its bounding set", CR_BOUNDING,
+               "bounding capability set");
+    case_creds("launcher lowered an ambient capability", CR_AMBIENT, "ambient capabilities");
+    case_refused_at_main("threads at main", "threaded", NULL, "threads", "threaded main ran\n");
+    case_refused_at_main("POSIX timer at main", "timers", "posix", "POSIX timers",
+                         "real=0,0 prof=0,0 sigprof=0 posix=1\n");
+    case_itimers();
     case_changed(1);
     case_changed(0);
     case_zygote_gone(0);

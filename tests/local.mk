@@ -1,7 +1,7 @@
 # Tests of the core: TAP programs and scripts, run by `make check`.
 #
 # Two kinds of programs:
-#  - programs that are launched (probe, task, threaded): plain, never
+#  - programs that are launched (probe, task, threaded, timers): plain, never
 #    instrumented, since a sanitizer runtime must come first in a process
 #    and the zygote has the proxy preloaded;
 #  - drivers that launch them through the API (parity-api, children,
@@ -12,7 +12,8 @@
 launched_cflags_common = -std=c11 $(WARN_CFLAGS)
 driver_link_flags = $(AM_LDFLAGS) -no-install
 
-check_PROGRAMS += tests/probe tests/task tests/task-static tests/task-v2 tests/threaded
+check_PROGRAMS += tests/probe tests/task tests/task-static tests/task-v2 tests/threaded \
+	tests/timers
 
 tests_probe_SOURCES = tests/probe.c
 tests_probe_CFLAGS = $(launched_cflags_common)
@@ -37,6 +38,10 @@ tests_task_v2_LDFLAGS =
 tests_threaded_SOURCES = tests/threaded.c
 tests_threaded_CFLAGS = $(launched_cflags_common) -pthread
 tests_threaded_LDFLAGS = -pthread
+
+tests_timers_SOURCES = tests/timers.c
+tests_timers_CFLAGS = $(launched_cflags_common)
+tests_timers_LDFLAGS =
 
 # A one-page library and a program that needs it without running it
 # (prefault.sh).  -rpath makes libtool build it shared.

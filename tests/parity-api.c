@@ -840,40 +840,28 @@ static void remove_tmpdir(void)
 
 /* ---- privileges the launcher gives up ----------------------------------- */
 
-/* exec keeps no_new_privs: a launcher that set it after its zygote started
- * must not get tasks without it. */
-static void check_no_new_privs(pspawn_context_t *ctx, const char *probe)
+/* exec keeps no_new_privs and memory-deny-write-execute (Linux 6.3): a
+ * launcher that set one (prctl OPTION, 1) after its zygote started must
+ * not get tasks without it.  KEY is the probe's report of it. */
+static void check_gained(pspawn_context_t *ctx, const char *probe, const char *name,
+                         int option, const char *key)
 {
-    char *args[] = { (char *)probe, "nnp", NULL };
-    struct scenario sc = { .name = "launcher set no_new_privs", .argv = args, .null_attr = 1 };
+    char *args[] = { (char *)probe, (char *)key, NULL };
+    struct scenario sc = { .name = name, .argv = args, .null_attr = 1 };
     struct report ref;
+    const char *v;
 
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-        tap_bail("PR_SET_NO_NEW_PRIVS: %s", strerror(errno));
-    check_scenario(ctx, probe, &sc);
-    run_probe(REFERENCE, NULL, probe, &sc, &ref);
-    tap_ok(report_get(&ref, "misc.no_new_privs") &&
-           strcmp(report_get(&ref, "misc.no_new_privs"), "1") == 0,
-           "%s: the reference task has it (the comparison means something)", sc.name);
-    report_free(&ref);
-}
-
-/* So does memory-deny-write-execute (Linux 6.3). */
-static void check_mdwe(pspawn_context_t *ctx, const char *probe)
-{
-    char *args[] = { (char *)probe, "mdwe", NULL };
-    struct scenario sc = { .name = "launcher set memory-deny-write-execute", .argv = args,
-                           .null_attr = 1 };
-    struct report ref;
-
-    if (prctl(65 /* PR_SET_MDWE */, 1 /* PR_MDWE_REFUSE_EXEC_GAIN */, 0, 0, 0) != 0) {
-        tap_skip(strerror(errno), "%s: PR_SET_MDWE does not work here", sc.name);
+    if (prctl(option, 1, 0, 0, 0) != 0) {
+        if (option == PR_SET_NO_NEW_PRIVS)
+            tap_bail("%s: prctl: %s", name, strerror(errno));
+        tap_skip(strerror(errno), "%s: prctl does not work here", name);
         return;
     }
     check_scenario(ctx, probe, &sc);
     run_probe(REFERENCE, NULL, probe, &sc, &ref);
-    tap_ok(report_get(&ref, "misc.mdwe") && strcmp(report_get(&ref, "misc.mdwe"), "1") == 0,
-           "%s: the reference task has it (the comparison means something)", sc.name);
+    v = report_get(&ref, key);
+    tap_ok(v && strcmp(v, "1") == 0,
+           "%s: the reference task has it (the comparison means something)", name);
     report_free(&ref);
 }
 
@@ -1156,8 +1144,10 @@ int main(int argc, char **argv)
     }
 
     /* ---- phase 4: the launcher gave up privileges (for good: last) ---- */
-    check_no_new_privs(&ctx_b, probe);
-    check_mdwe(&ctx_b, probe);
+    check_gained(&ctx_b, probe, "launcher set no_new_privs", PR_SET_NO_NEW_PRIVS,
+                 "misc.no_new_privs");
+    check_gained(&ctx_b, probe, "launcher set memory-deny-write-execute",
+                 65 /* PR_SET_MDWE, PR_MDWE_REFUSE_EXEC_GAIN = 1 */, "misc.mdwe");
     check_seccomp(&ctx_b, probe);
 
     kill(holder, SIGKILL);

@@ -21,6 +21,22 @@ ax "cp probe probe-suid && chmod u+s probe-suid && srun --pspawn -n2 ./probe-sui
 [ "$(grep -c '^x.proxy_mapped=0' "$tmp/suid")" = 2 ]
 ok $? "a set-user-ID program: plain exec"
 
+# Timers the program's constructors arm: a zygote's tasks get its alarm
+# and profiling timer again (exec keeps them, fork does not); a POSIX timer
+# makes every task a plain exec.
+both itimers "-N2 -n4 -l --export=ALL,PSPAWN_TEST_TIMERS=itimer,PSPAWN_TEST_PROXY=1 ./timers"
+same itimers "constructor-armed alarm and profiling timer: the same in every task as with plain srun" \
+    "sed 's/ proxy=[01]//' | sort"
+[ "$(grep -c 'real=1,0 prof=1,10000 sigprof=1 posix=0 proxy=1$' "$tmp/itimers.pspawn")" = 4 ] &&
+    [ "$(grep -c 'real=1,0 prof=1,10000 sigprof=1 posix=0 proxy=0$' "$tmp/itimers.plain")" = 4 ]
+ok $? "constructor-armed timers: all 4 tasks have them, forked by the zygote under --pspawn" ||
+    diag_file "$tmp/itimers.pspawn" 5
+ax "PSPAWN_TEST_TIMERS=posix PSPAWN_TEST_PROXY=1 srun --pspawn -N2 -n4 ./timers" >"$tmp/ptimer" 2>&1
+rc=$?
+[ $rc = 0 ] && [ "$(grep -c 'posix=1 proxy=0$' "$tmp/ptimer")" = 4 ]
+ok $? "a POSIX timer at main: plain exec for every task, each with its timer (rc $rc)" ||
+    diag_file "$tmp/ptimer" 5
+
 # --pty: srun gives task 0 a terminal, which the stand-in could not pass
 # on as slurmstepd set it up: a plain exec.
 ax "script -qec 'srun --pspawn --pty -n1 ./probe' /dev/null" >"$tmp/pty" 2>&1

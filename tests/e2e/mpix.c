@@ -17,8 +17,8 @@
  * MPIX_ZYGOTE_DIE=FILE:USEC (only with --mca odls pspawn): the first
  * process of the node to create FILE, which is the zygote (it runs the
  * constructors before any rank is forked from it; ranks exec'd later find
- * FILE there), is killed USEC microseconds later (0: at once, before it
- * parks).  The component must start every rank anyway.
+ * FILE there), is killed USEC microseconds later by a helper process it
+ * forks (0: at once, before it parks).  The component must start every rank anyway.
  */
 #define _GNU_SOURCE
 #include <mpi.h>
@@ -52,9 +52,18 @@ __attribute__((constructor)) static void record(void)
     long usec = atol(colon + 1);
     if (usec <= 0)
         kill(getpid(), SIGKILL);
-    /* A timer is not inherited by forks: only this process dies. */
-    struct itimerval it = { { 0, 0 }, { usec / 1000000, usec % 1000000 } };
-    setitimer(ITIMER_REAL, &it, NULL);
+    /* Not an alarm: exec keeps it, so a zygote's tasks get it again (and
+     * the zygote stops its own).  A helper process kills us instead; it
+     * holds none of our fds, and tini reaps it. */
+    pid_t helper = fork();
+    if (helper == 0) {
+        for (int i = 0; i < 1024; i++)
+            close(i);
+        struct timespec ts = { usec / 1000000, (usec % 1000000) * 1000 };
+        nanosleep(&ts, NULL);
+        kill(ctor_pid, SIGKILL);
+        _exit(0);
+    }
 }
 
 static void cpus(char *out, size_t len)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the programs the end-to-end tests launch, as alice, in the shared
-# /home: the tests' task and probe, a static task, an MPI program.
+# /home: the tests' task, probe and timers, a static task, an MPI program.
 . "$(dirname "$0")/lib.sh"
 docker exec -u alice "$CTL" mkdir -p "$E2E" || exit 1
 docker exec -i -u alice "$CTL" tee "$E2E/mpi.c" >/dev/null <<'MPI'
@@ -23,6 +23,7 @@ MPI
 ax "gcc -D_GNU_SOURCE -O2 -o task /usr/src/libpspawn/tests/task.c &&
     gcc -D_GNU_SOURCE -O2 -static -o task-static /usr/src/libpspawn/tests/task.c &&
     gcc -D_GNU_SOURCE -O2 -o probe /usr/src/libpspawn/tests/probe.c &&
+    gcc -D_GNU_SOURCE -O2 -o timers /usr/src/libpspawn/tests/timers.c &&
     mpicc -O2 -o mpi mpi.c &&
     mpicc -O2 -o mpix /usr/src/libpspawn/tests/e2e/mpix.c && cp mpix mpix2" || exit 1
 # ssh between the nodes for alice (mpirun with a host list starts prted
