@@ -813,6 +813,28 @@ struct client {
     pid_t task;
 };
 
+/* What the stand-in zygote serves with: its listening socket, signalfd
+ * and one entry per stand-in connection, kept (with fd -1) after the
+ * stand-in hung up for as long as its task runs: only those tasks are
+ * reaped as ours (a child a constructor made is not). */
+static struct {
+    int lfd, sfd, n;
+    struct client c[MAX_CLIENTS];
+} S = { -1, -1, 0, { { 0, 0 } } };
+
+/* In a task just cloned: drop every fd the zygote serves with.  Held, the
+ * task must not keep its stand-in's connection open: if the zygote dies
+ * before it replies, the stand-in must see the connection close, cancel
+ * the task and exec instead. */
+static void close_serving_fds(void)
+{
+    close(S.lfd);
+    close(S.sfd);
+    for (int i = 0; i < S.n; i++)
+        if (S.c[i].fd >= 0)
+            close(S.c[i].fd);
+}
+
 static void standin_reply(int fd, int kind, pid_t pid, int status)
 {
     struct standin_reply r = { PSPAWN_MAGIC, kind, (int32_t)pid, status };
@@ -847,6 +869,7 @@ static int standin_request(struct client *c, struct task_start *ts)
         pid = clone_task(0);
         if (pid == 0) {
             close(errpipe[0]);
+            close_serving_fds();
             *ts = task_main(base, msg.size, msg.id, 0, &tmpl, nfds - 1, 1);
             return 1;
         }
@@ -904,20 +927,21 @@ static struct task_start serve_standin(void)
     close(P.sock);
     P.sock = -1;
 
-    static struct client clients[MAX_CLIENTS];
     static struct pollfd pfd[MAX_CLIENTS + 2];
-    int nclients = 0, running = 0;  /* running: our live children */
+    struct client *clients = S.c;
     long served = 0;
+    S.lfd = lfd;
+    S.sfd = sfd;
     for (;;) {
-        if (P.expect_tasks > 0 && served >= P.expect_tasks && running == 0 && nclients == 0)
+        if (P.expect_tasks > 0 && served >= P.expect_tasks && S.n == 0)
             _exit(0);
         int np = 0;
         pfd[np++] = (struct pollfd){ lfd, POLLIN, 0 };
         pfd[np++] = (struct pollfd){ sfd, POLLIN, 0 };
-        for (int i = 0; i < nclients; i++)
-            pfd[np++] = (struct pollfd){ clients[i].fd, POLLIN, 0 };
+        for (int i = 0; i < S.n; i++)
+            pfd[np++] = (struct pollfd){ clients[i].fd, POLLIN, 0 };  /* -1: ignored */
         int r = poll(pfd, (nfds_t)np, 60000);
-        if (r == 0 && running == 0 && nclients == 0)
+        if (r == 0 && S.n == 0)
             _exit(0);   /* idle: nobody left to serve */
         if (r <= 0)
             continue;
@@ -927,17 +951,17 @@ static struct task_start serve_standin(void)
                 ;
             int st;
             pid_t pid;
-            while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
-                running--;
-                for (int i = 0; i < nclients; i++)
+            while ((pid = waitpid(-1, &st, WNOHANG)) > 0)
+                for (int i = 0; i < S.n; i++)
                     if (clients[i].task == pid) {
-                        standin_reply(clients[i].fd, STANDIN_EXITED, pid, st);
-                        close(clients[i].fd);
-                        clients[i].fd = -1;
+                        if (clients[i].fd >= 0) {
+                            standin_reply(clients[i].fd, STANDIN_EXITED, pid, st);
+                            close(clients[i].fd);
+                        }
+                        clients[i] = (struct client){ -1, 0 };
                     }
-            }
         }
-        for (int i = 0; i < nclients; i++) {
+        for (int i = 0; i < S.n; i++) {
             short ev = pfd[i + 2].revents;
             if (clients[i].fd < 0 || !ev)
                 continue;
@@ -947,7 +971,6 @@ static struct task_start serve_standin(void)
                 if (rr == 1)
                     return ts;
                 if (rr == 0) {
-                    running++;
                     served++;
                     continue;
                 }
@@ -960,23 +983,23 @@ static struct task_start serve_standin(void)
             clients[i].fd = -1;
         }
         int k = 0;
-        for (int i = 0; i < nclients; i++)
-            if (clients[i].fd >= 0)
+        for (int i = 0; i < S.n; i++)
+            if (clients[i].fd >= 0 || clients[i].task > 0)
                 clients[k++] = clients[i];
-        nclients = k;
+        S.n = k;
         if (pfd[0].revents & POLLIN) {
             int cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
             struct ucred peer;
             socklen_t plen = sizeof peer;
             /* Only our own user, on every connection. */
-            if (cfd >= 0 && (nclients >= MAX_CLIENTS ||
+            if (cfd >= 0 && (S.n >= MAX_CLIENTS ||
                              getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &peer, &plen) < 0 ||
                              peer.uid != getuid())) {
                 close(cfd);
                 cfd = -1;
             }
             if (cfd >= 0)
-                clients[nclients++] = (struct client){ cfd, 0 };
+                clients[S.n++] = (struct client){ cfd, 0 };
         }
     }
 }

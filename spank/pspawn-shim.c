@@ -36,6 +36,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -49,6 +51,13 @@
 #include "internal.h"
 #include "protocol.h"
 #include "pspawn_cgroup.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
 
 extern char **environ;
 
@@ -164,7 +173,14 @@ static pid_t start_zygote(const char *path, char **argv, const char *name, const
     ssize_t got = poll(&p, 1, 120000) > 0 ? recv(rs[0], &ready, sizeof ready, 0) : -1;
     close(rs[0]);
     if (got != (ssize_t)sizeof ready || ready.magic != PSPAWN_MAGIC || ready.status != ZYGOTE_PARKED) {
-        say("zygote did not park (status %d)", got == (ssize_t)sizeof ready ? ready.status : -1);
+        int status = got == (ssize_t)sizeof ready && ready.magic == PSPAWN_MAGIC ? ready.status : -1;
+        say("zygote did not park: %s (%d)",
+            status == ZYGOTE_THREADED ? "it has more than one thread at main"
+            : status == ZYGOTE_POSIX_TIMERS ? "it has POSIX timers at main"
+            : status == ZYGOTE_NO_LIBC_START ? "the program does not start through "
+                                               "__libc_start_main"
+            : status == ZYGOTE_LISTEN_FAILED ? "it could not listen for the step's tasks"
+            : "no answer", status >= 0 ? ready.detail : 0);
         kill(pid, SIGKILL);
         waitpid(pid, NULL, 0);
         return -1;
@@ -196,6 +212,7 @@ static int zygote_connection(const char *path, char **argv, const char *key, con
             return -1;
         }
         close(lfd);
+        say("zygote %d parked", (int)*zpid);
         return connect_name(name);
     }
     /* Someone else is starting it. */
@@ -207,6 +224,15 @@ static int zygote_connection(const char *path, char **argv, const char *key, con
         int f = connect_name(fail);
         if (f >= 0) {
             close(f);
+            return -1;
+        }
+        /* Nobody is starting it any more, yet it does not answer: it
+         * parked (its name was there before the lock went) and is gone. */
+        if ((f = bind_name(lock, 0)) >= 0) {
+            close(f);
+            if ((fd = connect_name(name)) >= 0)
+                return fd;
+            say("the zygote %s is gone", name);
             return -1;
         }
     }
@@ -270,6 +296,62 @@ static void __attribute__((noreturn)) exit_like(int status)
         _exit(128 + sig);
     }
     _exit(1);
+}
+
+/* Pass the signals our handler queued on to the task (through its pidfd
+ * where there is one: the pid may be another's once the task is reaped). */
+static void relay_signals(pid_t task, int pidfd)
+{
+    unsigned char s[64];
+    ssize_t k;
+    while ((k = read(sig_pipe[0], s, sizeof s)) > 0)
+        for (ssize_t i = 0; i < k; i++)
+            if (pidfd >= 0)
+                syscall(SYS_pidfd_send_signal, pidfd, s[i], NULL, 0);
+            else
+                kill(task, s[i]);
+}
+
+/* PIDFD_GET_INFO (Linux 6.15): a process's exit status, read through a
+ * pidfd by anyone who holds one, even after another process reaped it. */
+struct shim_pidfd_info {
+    uint64_t mask, cgroupid;
+    uint32_t pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
+    int32_t exit_code;
+};
+#define SHIM_PIDFD_GET_INFO _IOWR(0xFF, 11, struct shim_pidfd_info)
+#define SHIM_PIDFD_INFO_EXIT 8u
+
+/* The zygote (our task's parent) is gone while TASK runs: it is someone
+ * else's child now.  Wait until it has ended, as we would have, and give
+ * its wait status where the kernel kept it for PIDFD (else -1). */
+static int orphan_status(pid_t task, int pidfd)
+{
+    if (pidfd < 0)
+        return -1;
+    say("lost the zygote: waiting for task %d through its pidfd", (int)task);
+    for (;;) {
+        struct pollfd p[2] = { { pidfd, POLLIN, 0 }, { sig_pipe[0], POLLIN, 0 } };
+        if (poll(p, 2, -1) < 0)
+            continue;
+        if (p[1].revents & POLLIN)
+            relay_signals(task, pidfd);
+        if (p[0].revents)
+            break;
+    }
+    /* Exited; its exit status is kept once its new parent has reaped it. */
+    for (int tries = 0; tries < 200; tries++) {
+        struct shim_pidfd_info info;
+        memset(&info, 0, sizeof info);
+        info.mask = SHIM_PIDFD_INFO_EXIT;
+        if (ioctl(pidfd, SHIM_PIDFD_GET_INFO, &info) < 0 && errno != ESRCH)
+            return -1;      /* ENOTTY, EINVAL: a kernel before 6.15 */
+        if (info.mask & SHIM_PIDFD_INFO_EXIT)
+            return info.exit_code;
+        struct timespec ts = { 0, 10 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+    return -1;
 }
 
 /* Ask the step's mover (slurmstepd, root) to put TASK into our own
@@ -400,23 +482,26 @@ int main(int argc, char **argv)
 
     if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
         exec_plain(path, targv, "no pipe");
+    /* The task waits, set up, before its first instruction, until we
+     * have its pid: if the zygote dies before telling us, we cancel it
+     * and exec instead, and no task runs twice. */
     struct pspawn_hold hold = { NULL, 0, -1 };
-    if ((err = send_standin_request(sock, targv, token, mover ? &hold : NULL)))
+    if ((err = send_standin_request(sock, targv, token, &hold)))
         exec_plain(path, targv, strerror(err));
     struct standin_reply r;
     ssize_t got = recv(sock, &r, sizeof r, 0);
     if (got != (ssize_t)sizeof r || r.magic != PSPAWN_MAGIC || r.kind != STANDIN_STARTED) {
         pspawn_standin_go(&hold, 0);
         close(sock);
-        exec_plain(path, targv, "zygote refused the task");
+        exec_plain(path, targv, got == 0 ? "zygote lost before it started the task"
+                                         : "zygote refused the task");
     }
     pid_t task = r.pid;
-    if (mover) {
-        /* The task waits, set up, before its first instruction. */
-        if ((err = move_task(mover, task, token)))
-            say("task %d stays in the zygote's cgroups: mover: %s", (int)task, strerror(err));
-        pspawn_standin_go(&hold, 1);
-    }
+    if (mover && (err = move_task(mover, task, token)))
+        say("task %d stays in the zygote's cgroups: mover: %s", (int)task, strerror(err));
+    /* Held, the task cannot have exited: this pidfd is its own. */
+    int task_pidfd = (int)syscall(SYS_pidfd_open, task, 0);
+    pspawn_standin_go(&hold, 1);
     say("task %d forked by the zygote (relay signals: %s)", (int)task, relay ? "yes" : "no");
 
     if (relay) {
@@ -439,13 +524,8 @@ int main(int argc, char **argv)
         struct pollfd p[2] = { { sock, POLLIN, 0 }, { sig_pipe[0], POLLIN, 0 } };
         if (poll(p, 2, -1) < 0)
             continue;
-        if (p[1].revents & POLLIN) {
-            unsigned char s[64];
-            ssize_t k;
-            while ((k = read(sig_pipe[0], s, sizeof s)) > 0)
-                for (ssize_t i = 0; i < k; i++)
-                    kill(task, s[i]);
-        }
+        if (p[1].revents & POLLIN)
+            relay_signals(task, task_pidfd);
         if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
             got = recv(sock, &r, sizeof r, 0);
             if (got == (ssize_t)sizeof r && r.kind == STANDIN_EXITED)
@@ -462,8 +542,11 @@ int main(int argc, char **argv)
     }
     if (fail_fd >= 0)
         close(fail_fd);
+    if (status == -1)
+        status = orphan_status(task, task_pidfd);
     if (status == -1) {
-        fprintf(stderr, "pspawn-shim: lost the zygote before task %d ended\n", (int)task);
+        fprintf(stderr, "pspawn-shim: lost the zygote before task %d ended: its exit status "
+                "is unknown (Linux 6.15 or later keeps it)\n", (int)task);
         _exit(1);
     }
     exit_like(status);

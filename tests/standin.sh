@@ -119,4 +119,114 @@ ok $? "our own user's connection is kept, waiting for a request ($res)"
 kill -TERM $holder
 wait $holder
 
+# Linux 6.15 or later keeps a reaped process's exit status for a pidfd.
+new_kernel=$(uname -r | awk -F. '{ print ($1 > 6 || ($1 == 6 && $2 >= 15)) ? 1 : 0 }')
+
+# zygote_pid ERRFILE...: the pid of the zygote a stand-in started, from
+# its debug line (empty until it parked).
+zygote_pid() { sed -n 's/.*zygote \([0-9]*\) parked$/\1/p' "$@" 2>/dev/null | head -n 1; }
+
+# 6. The zygote killed while its tasks run: each stand-in still waits for
+#    its own task and exits as it did (the kernel keeps a reaped process's
+#    exit status for a pidfd from Linux 6.15; before, the stand-in says
+#    the status is lost and exits 1).
+export PSPAWN_SHIM_KEY="$uid.$$.6" PSPAWN_SHIM_LOCAL_TASKS=4
+t0=$(date +%s.%N)
+for i in 0 1 2 3; do
+    ( "$shim" "$task" hold 0 2 $((i + 3)) 2>"$tmp/err6.$i"; echo $? >"$tmp/rc6.$i" ) &
+done
+for _ in $(seq 100); do
+    [ "$(cat "$tmp"/err6.* | grep -c 'forked by the zygote')" = 4 ] && break
+    sleep 0.05
+done
+zpid=$(zygote_pid "$tmp"/err6.*)
+[ -n "$zpid" ] && kill -KILL "$zpid"
+wait
+t=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+bad=0 unknown=0
+for i in 0 1 2 3; do
+    rc=$(cat "$tmp/rc6.$i")
+    if [ "$rc" = 1 ] && grep -q 'exit status is unknown' "$tmp/err6.$i"; then
+        unknown=$((unknown + 1))
+    elif [ "$rc" != $((i + 3)) ]; then
+        bad=1; diag "stand-in $i exited $rc"; diag_file "$tmp/err6.$i" 5
+    fi
+done
+[ -n "$zpid" ] && [ $bad = 0 ] && awk -v t="$t" 'BEGIN { exit !(t >= 1.9) }'
+ok $? "zygote killed while its 4 tasks run: each stand-in waits for its task (${t}s) and exits with its code ($unknown unknown: kernel before 6.15)"
+if [ -n "$zpid" ] && [ $unknown = 0 ] && [ $bad = 0 ]; then
+    ok 0 "zygote killed while its 4 tasks run: every exit code kept (Linux 6.15 or later)"
+elif [ $new_kernel = 1 ]; then
+    ok 1 "zygote killed while its 4 tasks run: every exit code kept (Linux 6.15 or later)"
+else
+    skip "Linux $(uname -r) keeps no exit status for a pidfd" "every exit code kept"
+fi
+
+# 7. The zygote killed at any moment of a batch of 8 stand-ins: every task
+#    runs exactly once (forked, or exec'd by its stand-in when the zygote
+#    went before it had the task's pid), and nothing hangs.
+for delay in 0 1 3 10 30; do
+    export PSPAWN_SHIM_KEY="$uid.$$.7.$delay" PSPAWN_SHIM_LOCAL_TASKS=8
+    : >"$tmp/runs7"
+    rm -f "$tmp"/err7.* "$tmp"/rc7.*
+    for i in 0 1 2 3 4 5 6 7; do
+        ( PSPAWN_RANK=$i timeout 60 "$shim" "$task" append "$tmp/runs7" 2>"$tmp/err7.$i" >/dev/null
+          echo $? >"$tmp/rc7.$i" ) &
+    done
+    zpid=
+    for _ in $(seq 400); do zpid=$(zygote_pid "$tmp"/err7.*); [ -n "$zpid" ] && break; sleep 0.005; done
+    [ "$delay" = 0 ] || sleep "0.0$(printf %02d "$delay")"
+    [ -n "$zpid" ] && kill -KILL "$zpid"
+    wait
+    bad=0
+    for i in 0 1 2 3 4 5 6 7; do
+        n=$(grep -c "^$i " "$tmp/runs7")
+        rc=$(cat "$tmp/rc7.$i")
+        if [ "$rc" = 1 ] && [ $new_kernel = 0 ] && grep -q 'exit status is unknown' "$tmp/err7.$i"; then
+            rc=0    # ran, and ended; a kernel before 6.15 lost its status
+        fi
+        if [ "$n" != 1 ] || [ "$rc" != 0 ]; then
+            bad=1; diag "rank $i ran $n times, its stand-in exited $rc"; diag_file "$tmp/err7.$i" 6
+        fi
+    done
+    forked=$(cat "$tmp"/err7.* | grep -c 'forked by the zygote')
+    [ $bad = 0 ]
+    ok $? "zygote killed $delay ms after it parked, 8 stand-ins: every task ran exactly once, every stand-in exited 0, none hung ($forked forked, $((8 - forked)) exec'd)"
+done
+
+# 8. The zygote killed after it forked a task and before it told the
+#    stand-in its pid (strace kills it as it sends that reply): the held
+#    task must not keep the stand-in's connection open, so that the
+#    stand-in sees the zygote go, cancels the task and execs instead.
+if command -v strace >/dev/null && [ "$uid" = 0 ]; then
+    export PSPAWN_SHIM_KEY="$uid.$$.8" PSPAWN_SHIM_LOCAL_TASKS=2
+    : >"$tmp/runs8"
+    ( PSPAWN_RANK=0 "$shim" "$task" hold 0 2 5 2>"$tmp/err8.0"; echo $? >"$tmp/rc8.0" ) &
+    zpid=
+    for _ in $(seq 200); do
+        grep -q 'forked by the zygote' "$tmp/err8.0" && zpid=$(zygote_pid "$tmp/err8.0") && break
+        sleep 0.02
+    done
+    strace -qq -p "$zpid" -e trace=sendto -e inject=sendto:signal=KILL -o "$tmp/strace8" 2>"$tmp/strace8.err" &
+    spid=$!
+    sleep 0.5       # attached
+    PSPAWN_RANK=1 timeout 30 "$shim" "$task" append "$tmp/runs8" >/dev/null 2>"$tmp/err8.1"
+    rc1=$?
+    wait
+    rc0=$(cat "$tmp/rc8.0")
+    kill -0 "$zpid" 2>/dev/null
+    gone=$?
+    [ -n "$zpid" ] && [ $gone != 0 ] && [ $rc1 = 0 ] && [ "$(grep -c '^1 ' "$tmp/runs8")" = 1 ] &&
+        grep -q 'plain exec: zygote lost before it started the task' "$tmp/err8.1"
+    ok $? "zygote killed between forking a task and replying: the stand-in execs it instead, it runs once, nothing hangs (rc $rc1)" ||
+        { diag_file "$tmp/err8.1" 6; diag_file "$tmp/runs8"; diag_file "$tmp/strace8"; diag_file "$tmp/strace8.err"; diag "zygote $zpid"; }
+    [ "$rc0" = 5 ] || { [ "$rc0" = 1 ] && [ $new_kernel = 0 ]; }
+    ok $? "the task forked before that still ends as it did (its stand-in exits $rc0)" ||
+        diag_file "$tmp/err8.0" 6
+    kill $spid 2>/dev/null
+else
+    skip "needs strace and root" "zygote killed between forking a task and replying"
+    skip "needs strace and root" "the task forked before that still ends as it did"
+fi
+
 tap_done

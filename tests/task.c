@@ -9,8 +9,9 @@
  *   task exit CODE             exit with CODE
  *   task raise SIGNUM          kill itself with signal SIGNUM
  *   task wait                  pause() until a signal ends it
- *   task hold MB SECONDS       touch MB megabytes of fresh memory, then
- *                              sleep SECONDS and exit 0 (accounting tests)
+ *   task hold MB SECONDS [CODE] touch MB megabytes of fresh memory, then
+ *                              sleep SECONDS and exit CODE (default 0;
+ *                              accounting tests)
  *   task signals FILE          append "RANK ready" to FILE, then record
  *                              every SIGINT, SIGTERM, SIGHUP, SIGUSR1 and
  *                              SIGUSR2 received as "RANK SIGNAME"; exit 0
@@ -145,7 +146,7 @@ int main(int argc, char **argv)
         raise(atoi(argv[2]));
         return 3;
     }
-    if (strcmp(argv[1], "hold") == 0 && argc == 4) {
+    if (strcmp(argv[1], "hold") == 0 && (argc == 4 || argc == 5)) {
         size_t mb = (size_t)atol(argv[2]);
         char *p = malloc(mb << 20);
         if (mb && !p)
@@ -154,7 +155,7 @@ int main(int argc, char **argv)
             p[i] = 1;
         sleep((unsigned)atoi(argv[3]));
         free(p);
-        return 0;
+        return argc == 5 ? atoi(argv[4]) : 0;
     }
     if (strcmp(argv[1], "wait") == 0 && argc == 2) {
         pause();
