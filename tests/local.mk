@@ -35,11 +35,11 @@ tests_task_v2_CPPFLAGS = $(AM_CPPFLAGS) -DTASK_VERSION=2
 tests_task_v2_CFLAGS = $(launched_cflags_common)
 tests_task_v2_LDFLAGS =
 
-tests_threaded_SOURCES = tests/threaded.c
+tests_threaded_SOURCES = tests/threaded.c tests/append-pid.h
 tests_threaded_CFLAGS = $(launched_cflags_common) -pthread
 tests_threaded_LDFLAGS = -pthread
 
-tests_timers_SOURCES = tests/timers.c
+tests_timers_SOURCES = tests/timers.c tests/append-pid.h
 tests_timers_CFLAGS = $(launched_cflags_common)
 tests_timers_LDFLAGS =
 

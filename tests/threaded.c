@@ -12,6 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "append-pid.h"
+
 static void *idle_thread(void *arg)
 {
     (void)arg;
@@ -30,14 +32,8 @@ __attribute__((constructor)) static void start_thread(void)
 
 int main(int argc, char **argv)
 {
-    if (argc >= 2) {
-        char line[32];
-        int fd = open(argv[1], O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-        snprintf(line, sizeof line, "%ld\n", (long)getpid());
-        if (fd < 0 || write(fd, line, strlen(line)) != (ssize_t)strlen(line))
-            return 2;
-        close(fd);
-    }
+    if (argc >= 2 && append_pid(argv[1]) != 0)
+        return 2;
     printf("threaded main ran\n");
     return 0;
 }

@@ -24,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "append-pid.h"
+
 static volatile sig_atomic_t ticks;
 
 static void on_prof(int sig)
@@ -91,14 +93,8 @@ int main(int argc, char **argv)
     struct itimerval real, prof;
     struct timespec t0, t;
 
-    if (argc >= 2) {
-        char line[32];
-        int fd = open(argv[1], O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-        snprintf(line, sizeof line, "%ld\n", (long)getpid());
-        if (fd < 0 || write(fd, line, strlen(line)) != (ssize_t)strlen(line))
-            return 2;
-        close(fd);
-    }
+    if (argc >= 2 && append_pid(argv[1]) != 0)
+        return 2;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
     do
         clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
