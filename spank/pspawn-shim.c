@@ -119,7 +119,7 @@ static int bind_name(const char *name, int do_listen)
     int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     if (fd < 0 || len < 0)
         return -1;
-    if (bind(fd, (struct sockaddr *)&a, (socklen_t)len) < 0 || (do_listen && listen(fd, 64) < 0)) {
+    if (bind(fd, (struct sockaddr *)&a, (socklen_t)len) < 0 || (do_listen && listen(fd, SOMAXCONN) < 0)) {
         close(fd);
         return -1;
     }
@@ -201,7 +201,9 @@ static int zygote_connection(const char *path, char **argv, const char *key, con
     int fd = connect_name(name);
     if (fd >= 0)
         return fd;
-    int lfd = bind_name(lock, 0);
+    /* The lock listens, so that the others can wait on it: it closes once
+     * the zygote parked or failed, which resets their connections. */
+    int lfd = bind_name(lock, 1);
     if (lfd >= 0) {
         say("starting the zygote %s", name);
         *zpid = start_zygote(path, argv, name, token, local_tasks);
@@ -215,7 +217,18 @@ static int zygote_connection(const char *path, char **argv, const char *key, con
         say("zygote %d parked", (int)*zpid);
         return connect_name(name);
     }
-    /* Someone else is starting it. */
+    /* Someone else is starting it: wait until its lock closes (up to the
+     * 120 s it gives the zygote), then poll (a lock that another user's
+     * process squats, or a listen queue that is full, is not waited on). */
+    int w = connect_name(lock);
+    if (w >= 0) {
+        struct pollfd p = { w, POLLIN, 0 };
+        while (poll(&p, 1, 125000) < 0 && errno == EINTR)
+            ;
+        close(w);
+        if ((fd = connect_name(name)) >= 0)
+            return fd;
+    }
     for (int waited = 0; waited < 120000; waited += 20) {
         struct timespec ts = { 0, 20 * 1000 * 1000 };
         nanosleep(&ts, NULL);
