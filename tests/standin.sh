@@ -209,7 +209,10 @@ if command -v strace >/dev/null && [ "$uid" = 0 ]; then
     done
     strace -qq -p "$zpid" -e trace=sendto -e inject=sendto:signal=KILL -o "$tmp/strace8" 2>"$tmp/strace8.err" &
     spid=$!
-    sleep 0.5       # attached
+    for _ in $(seq 250); do     # until strace has attached
+        [ "$(awk '/^TracerPid:/ { print $2 }' "/proc/$zpid/status" 2>/dev/null)" = "$spid" ] && break
+        sleep 0.02
+    done
     PSPAWN_RANK=1 timeout 30 "$shim" "$task" append "$tmp/runs8" >/dev/null 2>"$tmp/err8.1"
     rc1=$?
     wait
