@@ -311,6 +311,16 @@ static void __attribute__((noreturn)) exit_like(int status)
     _exit(1);
 }
 
+/* Whether the zygote's end of SOCK is closed (it died: a task closes its
+ * copies as soon as it is cloned). */
+static int zygote_gone(int sock)
+{
+    struct pollfd p = { sock, POLLIN, 0 };
+    char c;
+    return poll(&p, 1, 0) == 1 && ((p.revents & (POLLHUP | POLLERR)) ||
+                                   recv(sock, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0);
+}
+
 /* Pass the signals our handler queued on to the task (through its pidfd
  * where there is one: the pid may be another's once the task is reaped). */
 static void relay_signals(pid_t task, int pidfd)
@@ -510,8 +520,16 @@ int main(int argc, char **argv)
                                          : "zygote refused the task");
     }
     pid_t task = r.pid;
-    if (mover && (err = move_task(mover, task, token)))
+    if (mover && (err = move_task(mover, task, token))) {
+        /* Not the step's any more: the zygote died since it replied, and
+         * the held task is init's.  Cancel it and exec, in our cgroups. */
+        if (err == ESRCH && zygote_gone(sock)) {
+            pspawn_standin_go(&hold, 0);
+            close(sock);
+            exec_plain(path, targv, "zygote lost before its task was moved");
+        }
         say("task %d stays in the zygote's cgroups: mover: %s", (int)task, strerror(err));
+    }
     /* Held, the task cannot have exited: this pidfd is its own. */
     int task_pidfd = (int)syscall(SYS_pidfd_open, task, 0);
     pspawn_standin_go(&hold, 1);

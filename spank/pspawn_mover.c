@@ -235,8 +235,15 @@ static void finish(struct conn *c, int ready)
     } else if (!ready || recv(c->fd, &q, sizeof q, MSG_DONTWAIT) != (ssize_t)sizeof q ||
                q.magic != PSPAWN_MOVER_MAGIC) {
         reply(c, EPROTO, 0);
-    } else if (!pspawn_tokens_equal(q.token, mv.token, PSPAWN_MOVER_TOKEN) || !ours(q.pid)) {
+    } else if (!pspawn_tokens_equal(q.token, mv.token, PSPAWN_MOVER_TOKEN)) {
         reply(c, EPERM, 0);
+    } else if (!ours(q.pid)) {
+        /* The step's own shim, for a process that is not (or no longer)
+         * the step's: its zygote died and the task, still held, is init's
+         * now.  The shim then cancels it and execs: no error for the
+         * user's output. */
+        slurm_debug("pspawn: mover: pid %d is not a process of this step", (int)q.pid);
+        reply(c, ESRCH, 0);
     } else {
         int moved;
         int err = move(c->peer, q.pid, &moved);

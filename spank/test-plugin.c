@@ -696,8 +696,8 @@ static void test_mover(void)
     r = ask_mover(name, user, "0123456789abcdef0123456789abcdef", 0, NULL, NULL);
     ok(r.err == EPERM, "a wrong token is refused with EPERM (err %d)", r.err);
     r = ask_mover(name, user, token, 1, NULL, NULL);
-    ok(r.err == EPERM, "moving a process that is not the step's (pid 1) is refused (err %d)",
-       r.err);
+    ok(r.err == ESRCH, "moving a process that is not the step's (pid 1) is refused with ESRCH "
+       "(err %d)", r.err);
     r = ask_mover(name, 0, token, 0, NULL, NULL);
     ok(r.err == EPERM, "a shim of another uid (root) is refused (err %d)", r.err);
 

@@ -232,4 +232,49 @@ else
     skip "needs strace and root" "the task forked before that still ends as it did"
 fi
 
+# 9. The zygote dies after it replied and before the step's mover put the
+#    held task into the shim's cgroups (the mover then finds the task is no
+#    longer the step's: it is init's, and answers ESRCH).  The shim cancels
+#    it and execs the program itself, in its own cgroups.  A stand-in for
+#    slurmstepd's mover (root, like it) kills the zygote first.
+if [ "$uid" = 0 ]; then
+    export PSPAWN_SHIM_KEY="$uid.$$.9" PSPAWN_SHIM_LOCAL_TASKS=1
+    export PSPAWN_SHIM_MOVER="pspawn-$PSPAWN_SHIM_KEY.mover"
+    cat >"$tmp/mover.py" <<'EOF'
+import os, signal, socket, struct, sys, time
+name, out = sys.argv[1], sys.argv[2]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.bind("\0" + name)
+s.listen(4)
+open(out, "w").write("listening\n")
+c, _ = s.accept()
+magic, pid = struct.unpack("<Ii", c.recv(8 + 64)[:8])
+with open("/proc/%d/status" % pid) as f:
+    zygote = int([l.split()[1] for l in f if l.startswith("PPid:")][0])
+os.kill(zygote, signal.SIGKILL)
+for _ in range(500):                    # until the task is someone else's
+    with open("/proc/%d/status" % pid) as f:
+        if int([l.split()[1] for l in f if l.startswith("PPid:")][0]) != zygote:
+            break
+    time.sleep(0.01)
+c.send(struct.pack("<Iii", magic, 3, 0))   # ESRCH
+open(out, "a").write("task %d zygote %d\n" % (pid, zygote))
+EOF
+    : >"$tmp/runs9"
+    /usr/bin/python3 "$tmp/mover.py" "$PSPAWN_SHIM_MOVER" "$tmp/mover9" &
+    mpid=$!
+    for _ in $(seq 100); do grep -q listening "$tmp/mover9" 2>/dev/null && break; sleep 0.05; done
+    PSPAWN_RANK=0 timeout 30 "$shim" "$task" append "$tmp/runs9" >/dev/null 2>"$tmp/err9"
+    rc=$?
+    wait $mpid
+    [ $rc = 0 ] && [ "$(grep -c '^0 ' "$tmp/runs9")" = 1 ] &&
+        grep -q 'plain exec: zygote lost before its task was moved' "$tmp/err9" &&
+        grep -q '^task ' "$tmp/mover9"
+    ok $? "zygote lost before the mover moved the held task: the shim cancels it and execs, it runs once (rc $rc)" ||
+        { diag_file "$tmp/err9" 6; diag_file "$tmp/runs9"; diag_file "$tmp/mover9"; }
+    unset PSPAWN_SHIM_MOVER
+else
+    skip "needs root (the mover is root's)" "zygote lost before the mover moved the held task"
+fi
+
 tap_done
