@@ -906,7 +906,7 @@ static int standin_request(struct client *c, struct task_start *ts)
  * their own mask). */
 static struct task_start serve_standin(void)
 {
-    int lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    int lfd = S.lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     struct sockaddr_un addr;
     int alen = pspawn_abstract_addr(&addr, P.listen_name);
     if (lfd < 0 || alen < 0)
@@ -922,16 +922,13 @@ static struct task_start serve_standin(void)
     sigset_t chld;
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
-    int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+    int sfd = S.sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
     send_ready(ZYGOTE_PARKED, 0);
     close(P.sock);
     P.sock = -1;
 
     static struct pollfd pfd[MAX_CLIENTS + 2];
-    struct client *clients = S.c;
     long served = 0;
-    S.lfd = lfd;
-    S.sfd = sfd;
     for (;;) {
         if (P.expect_tasks > 0 && served >= P.expect_tasks && S.n == 0)
             _exit(0);
@@ -939,7 +936,7 @@ static struct task_start serve_standin(void)
         pfd[np++] = (struct pollfd){ lfd, POLLIN, 0 };
         pfd[np++] = (struct pollfd){ sfd, POLLIN, 0 };
         for (int i = 0; i < S.n; i++)
-            pfd[np++] = (struct pollfd){ clients[i].fd, POLLIN, 0 };  /* -1: ignored */
+            pfd[np++] = (struct pollfd){ S.c[i].fd, POLLIN, 0 };  /* -1: ignored */
         int r = poll(pfd, (nfds_t)np, 60000);
         if (r == 0 && S.n == 0)
             _exit(0);   /* idle: nobody left to serve */
@@ -953,21 +950,21 @@ static struct task_start serve_standin(void)
             pid_t pid;
             while ((pid = waitpid(-1, &st, WNOHANG)) > 0)
                 for (int i = 0; i < S.n; i++)
-                    if (clients[i].task == pid) {
-                        if (clients[i].fd >= 0) {
-                            standin_reply(clients[i].fd, STANDIN_EXITED, pid, st);
-                            close(clients[i].fd);
+                    if (S.c[i].task == pid) {
+                        if (S.c[i].fd >= 0) {
+                            standin_reply(S.c[i].fd, STANDIN_EXITED, pid, st);
+                            close(S.c[i].fd);
                         }
-                        clients[i] = (struct client){ -1, 0 };
+                        S.c[i] = (struct client){ -1, 0 };
                     }
         }
         for (int i = 0; i < S.n; i++) {
             short ev = pfd[i + 2].revents;
-            if (clients[i].fd < 0 || !ev)
+            if (S.c[i].fd < 0 || !ev)
                 continue;
-            if (clients[i].task == 0 && (ev & POLLIN)) {
+            if (S.c[i].task == 0 && (ev & POLLIN)) {
                 struct task_start ts;
-                int rr = standin_request(&clients[i], &ts);
+                int rr = standin_request(&S.c[i], &ts);
                 if (rr == 1)
                     return ts;
                 if (rr == 0) {
@@ -979,13 +976,13 @@ static struct task_start serve_standin(void)
             }
             /* Failed, or the stand-in hung up: its task (if any) runs on,
              * reaped here with nobody to tell. */
-            close(clients[i].fd);
-            clients[i].fd = -1;
+            close(S.c[i].fd);
+            S.c[i].fd = -1;
         }
         int k = 0;
         for (int i = 0; i < S.n; i++)
-            if (clients[i].fd >= 0 || clients[i].task > 0)
-                clients[k++] = clients[i];
+            if (S.c[i].fd >= 0 || S.c[i].task > 0)
+                S.c[k++] = S.c[i];
         S.n = k;
         if (pfd[0].revents & POLLIN) {
             int cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
@@ -999,7 +996,7 @@ static struct task_start serve_standin(void)
                 cfd = -1;
             }
             if (cfd >= 0)
-                clients[S.n++] = (struct client){ cfd, 0 };
+                S.c[S.n++] = (struct client){ cfd, 0 };
         }
     }
 }

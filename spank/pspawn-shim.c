@@ -335,6 +335,21 @@ static void relay_signals(pid_t task, int pidfd)
                 kill(task, s[i]);
 }
 
+/* Wait until FD is readable or closed, relaying to the task the signals
+ * that come meanwhile. */
+static void wait_relaying(int fd, pid_t task, int pidfd)
+{
+    for (;;) {
+        struct pollfd p[2] = { { fd, POLLIN, 0 }, { sig_pipe[0], POLLIN, 0 } };
+        if (poll(p, 2, -1) < 0)
+            continue;
+        if (p[1].revents & POLLIN)
+            relay_signals(task, pidfd);
+        if (p[0].revents)
+            return;
+    }
+}
+
 /* PIDFD_GET_INFO (Linux 6.15): a process's exit status, read through a
  * pidfd by anyone who holds one, even after another process reaped it. */
 struct shim_pidfd_info {
@@ -353,15 +368,7 @@ static int orphan_status(pid_t task, int pidfd)
     if (pidfd < 0)
         return -1;
     say("lost the zygote: waiting for task %d through its pidfd", (int)task);
-    for (;;) {
-        struct pollfd p[2] = { { pidfd, POLLIN, 0 }, { sig_pipe[0], POLLIN, 0 } };
-        if (poll(p, 2, -1) < 0)
-            continue;
-        if (p[1].revents & POLLIN)
-            relay_signals(task, pidfd);
-        if (p[0].revents)
-            break;
-    }
+    wait_relaying(pidfd, task, pidfd);
     /* Exited; its exit status is kept once its new parent has reaped it. */
     for (int tries = 0; tries < 200; tries++) {
         struct shim_pidfd_info info;
@@ -551,19 +558,10 @@ int main(int argc, char **argv)
                 signal(sig, SIG_IGN);
     }
     int status = -1;
-    for (;;) {
-        struct pollfd p[2] = { { sock, POLLIN, 0 }, { sig_pipe[0], POLLIN, 0 } };
-        if (poll(p, 2, -1) < 0)
-            continue;
-        if (p[1].revents & POLLIN)
-            relay_signals(task, task_pidfd);
-        if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-            got = recv(sock, &r, sizeof r, 0);
-            if (got == (ssize_t)sizeof r && r.kind == STANDIN_EXITED)
-                status = r.status;
-            break;
-        }
-    }
+    wait_relaying(sock, task, task_pidfd);
+    got = recv(sock, &r, sizeof r, 0);
+    if (got == (ssize_t)sizeof r && r.kind == STANDIN_EXITED)
+        status = r.status;
     close(sock);
     if (zpid > 0) {
         /* The zygote is our child: it stays in the step's process tree
