@@ -25,10 +25,13 @@ mboth() {
 }
 
 # What differs between two runs of the same job whatever the component:
-# job ids, pids, the zygote flag.
+# job ids, pids, the zygote flag, and mpirun's own race with the ssh it
+# forks to start prted (plm/ssh prints a warning when ssh has already
+# exec'd before mpirun's setpgid on it: EACCES), before any rank exists.
 # Which rank's failure is reported first is not fixed either.
 normalize() {
-    tr -d '\000' | sed -E 's/ forked [01]$//; s/prterun-[A-Za-z0-9_.-]+-[0-9]+@/JOB@/g;
+    tr -d '\000' | sed -E '/plm:ssh: Warning: setpgid\([0-9]+,[0-9]+\) failed in parent with errno=Permission denied/d;
+            s/ forked [01]$//; s/prterun-[A-Za-z0-9_.-]+-[0-9]+@/JOB@/g;
             s/\[[A-Za-z0-9_.-]+:[0-9]+\]/[HOST:PID]/g; s/(PID|pid|Pid)( is)? [0-9]+/\1 N/g;
             s/\[\[[0-9]+,/[[J,/g; s/Node: +c[0-9]+/Node: NODE/; s/process rank [0-9]+/process rank R/;
             s/on node c[0-9]+/on node NODE/' | sort
