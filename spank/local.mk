@@ -34,7 +34,8 @@ spank_spank_pspawn_la_LDFLAGS = -module -avoid-version -shared \
 check_PROGRAMS += spank/test-config
 TESTS += spank/test-config
 spank_test_config_SOURCES = spank/test-config.c spank/pspawn_config.c spank/pspawn_config.h
-spank_test_config_CPPFLAGS = $(AM_CPPFLAGS) -DPSPAWN_SHIM_PATH='"/test/pspawn-shim"'
+spank_test_config_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests \
+	-DPSPAWN_SHIM_PATH='"/test/pspawn-shim"'
 
 # Which cgroup.procs files the mover writes, from /proc text.
 check_PROGRAMS += spank/test-cgroup
@@ -46,7 +47,7 @@ spank_test_cgroup_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests
 check_PROGRAMS += spank/test-plugin
 TESTS += spank/test-plugin
 spank_test_plugin_SOURCES = spank/test-plugin.c
-spank_test_plugin_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS) \
+spank_test_plugin_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS) -I$(top_srcdir)/tests \
 	-DPLUGIN_PATH='"$(abs_top_builddir)/spank/.libs/spank_pspawn.so"'
 spank_test_plugin_LDFLAGS = $(AM_LDFLAGS) -export-dynamic -no-install
 spank_test_plugin_DEPENDENCIES = spank/spank_pspawn.la

@@ -7,21 +7,8 @@
 #include <string.h>
 
 #include "pspawn_config.h"
+#include "tap.h"
 
-static int n_tests, n_failed;
-
-static void ok(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void ok(int cond, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s %d - ", cond ? "ok" : "not ok", ++n_tests);
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    if (!cond)
-        n_failed++;
-}
 
 /* Parse the words of line (space-separated) over the defaults. */
 static int parse(const char *line, struct pspawn_config *cfg, char *err, size_t errlen)
@@ -43,8 +30,8 @@ static void good(const char *line, enum pspawn_mode mode, enum pspawn_signals si
     struct pspawn_config cfg;
     char err[256] = "untouched";
     int rc = parse(line, &cfg, err, sizeof err);
-    ok(rc == 0 && err[0] == '\0', "accepts \"%s\"%s%s", line, rc ? ": " : "", rc ? err : "");
-    ok(cfg.default_mode == mode && cfg.signals == signals && cfg.debug == debug &&
+    tap_ok(rc == 0 && err[0] == '\0', "accepts \"%s\"%s%s", line, rc ? ": " : "", rc ? err : "");
+    tap_ok(cfg.default_mode == mode && cfg.signals == signals && cfg.debug == debug &&
        strcmp(cfg.shim, shim) == 0,
        "\"%s\" gives default=%s signals=%s debug=%d shim=%s (got %s %s %d %s)", line,
        pspawn_mode_name(mode), pspawn_signals_name(signals), debug, shim,
@@ -58,15 +45,15 @@ static void bad(const char *line, const char *named)
     struct pspawn_config cfg;
     char err[256] = "";
     int rc = parse(line, &cfg, err, sizeof err);
-    ok(rc == -1, "rejects \"%s\"", line);
-    ok(strstr(err, named) != NULL, "message names \"%s\": %s", named, err);
+    tap_ok(rc == -1, "rejects \"%s\"", line);
+    tap_ok(strstr(err, named) != NULL, "message names \"%s\": %s", named, err);
 }
 
 int main(void)
 {
     struct pspawn_config cfg;
     pspawn_config_defaults(&cfg);
-    ok(cfg.default_mode == PSPAWN_MODE_OFF && cfg.signals == PSPAWN_SIGNALS_AUTO &&
+    tap_ok(cfg.default_mode == PSPAWN_MODE_OFF && cfg.signals == PSPAWN_SIGNALS_AUTO &&
        cfg.debug == 0 && strcmp(cfg.shim, "/test/pspawn-shim") == 0,
        "defaults: default=off signals=auto debug=0 shim=PSPAWN_SHIM_PATH");
 
@@ -110,28 +97,28 @@ int main(void)
     char *argv[] = { longarg };
     char err[256] = "";
     pspawn_config_defaults(&cfg);
-    ok(pspawn_config_parse(&cfg, 1, argv, err, sizeof err) == -1 && strstr(err, "shim") != NULL,
+    tap_ok(pspawn_config_parse(&cfg, 1, argv, err, sizeof err) == -1 && strstr(err, "shim") != NULL,
        "rejects a shim path longer than PATH_MAX: %s", err);
 
     /* A tiny error buffer is still terminated. */
     char tiny[8];
     memset(tiny, 'x', sizeof tiny);
     char *bogus[] = { "bogus=1" };
-    ok(pspawn_config_parse(&cfg, 1, bogus, tiny, sizeof tiny) == -1 &&
+    tap_ok(pspawn_config_parse(&cfg, 1, bogus, tiny, sizeof tiny) == -1 &&
        memchr(tiny, '\0', sizeof tiny) != NULL, "error message truncated and terminated");
 
     enum pspawn_mode m = PSPAWN_MODE_OFF;
-    ok(pspawn_mode_parse(NULL, &m) == 0 && m == PSPAWN_MODE_ON, "--pspawn alone: on");
+    tap_ok(pspawn_mode_parse(NULL, &m) == 0 && m == PSPAWN_MODE_ON, "--pspawn alone: on");
     m = PSPAWN_MODE_OFF;
-    ok(pspawn_mode_parse("", &m) == 0 && m == PSPAWN_MODE_ON, "--pspawn= (empty): on");
-    ok(pspawn_mode_parse("off", &m) == 0 && m == PSPAWN_MODE_OFF, "--pspawn=off");
-    ok(pspawn_mode_parse("auto", &m) == 0 && m == PSPAWN_MODE_AUTO, "--pspawn=auto");
-    ok(pspawn_mode_parse("on", &m) == 0 && m == PSPAWN_MODE_ON, "--pspawn=on");
+    tap_ok(pspawn_mode_parse("", &m) == 0 && m == PSPAWN_MODE_ON, "--pspawn= (empty): on");
+    tap_ok(pspawn_mode_parse("off", &m) == 0 && m == PSPAWN_MODE_OFF, "--pspawn=off");
+    tap_ok(pspawn_mode_parse("auto", &m) == 0 && m == PSPAWN_MODE_AUTO, "--pspawn=auto");
+    tap_ok(pspawn_mode_parse("on", &m) == 0 && m == PSPAWN_MODE_ON, "--pspawn=on");
     m = PSPAWN_MODE_AUTO;
-    ok(pspawn_mode_parse("yes", &m) == -1 && m == PSPAWN_MODE_AUTO,
+    tap_ok(pspawn_mode_parse("yes", &m) == -1 && m == PSPAWN_MODE_AUTO,
        "--pspawn=yes rejected, mode unchanged");
-    ok(pspawn_mode_parse("on ", &m) == -1, "--pspawn='on ' rejected");
+    tap_ok(pspawn_mode_parse("on ", &m) == -1, "--pspawn='on ' rejected");
 
-    printf("1..%d\n", n_tests);
-    return n_failed ? 1 : 0;
+    tap_done();
+    return tap_failed ? 1 : 0;
 }

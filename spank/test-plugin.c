@@ -36,21 +36,8 @@
 
 #include "pspawn_cgroup.h"
 #include "protocol.h"
+#include "tap.h"
 
-static int n_tests, n_failed;
-
-static void ok(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void ok(int cond, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s %d - ", cond ? "ok" : "not ok", ++n_tests);
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    if (!cond)
-        n_failed++;
-}
 
 /* ---- the fake slurmstepd: what the plugin's SPANK calls see ---- */
 
@@ -461,7 +448,7 @@ static void test_contain_spank(void)
     host.argv[1] = NULL;
     if (load() < 0 || p_init(&sp, 1, av) != 0 || !host.option ||
         host.option->cb(host.option->val, NULL, 1) != 0) {
-        ok(0, "contain_spank: step set up");
+        tap_ok(0, "contain_spank: step set up");
         return;
     }
     fflush(stdout);
@@ -478,7 +465,7 @@ static void test_contain_spank(void)
     }
     int st = -1;
     waitpid(pid, &st, 0);
-    ok(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+    tap_ok(WIFEXITED(st) && WEXITSTATUS(st) == 0,
        "contain_spank (user_init in another process): tasks still go through the shim, "
        "no mover, and the log says why");
     p_exit(&sp, 0, NULL);
@@ -661,7 +648,7 @@ static void test_mover(void)
     host.argv[1] = NULL;
     if (load() < 0 || p_init(&sp, 1, av) != 0 || !host.option ||
         host.option->cb(host.option->val, NULL, 1) != 0 || p_user_init(&sp, 0, NULL) != 0) {
-        ok(0, "mover: step set up");
+        tap_ok(0, "mover: step set up");
         return;
     }
     /* One task's task_init sets the shim's variables. */
@@ -681,25 +668,25 @@ static void test_mover(void)
     if (host.argv[0] != app)
         free(host.argv[0]);
 #endif
-    ok(trc == 0, "mover: task_init");
+    tap_ok(trc == 0, "mover: task_init");
     const char *name = env_get("PSPAWN_SHIM_MOVER");
     const char *token = env_get("PSPAWN_SHIM_TOKEN");
-    ok(name && token && strcmp(name, "pspawn-65534.43.0.mover") == 0,
+    tap_ok(name && token && strcmp(name, "pspawn-65534.43.0.mover") == 0,
        "mover: named for the step (%s)", name ? name : "none");
     if (!name || !token)
         goto out;
 
     struct mover_result r = ask_mover(name, user, token, 0, NULL, NULL);
-    ok(r.err == 0 && r.moved == 0,
+    tap_ok(r.err == 0 && r.moved == 0,
        "a shim whose task is in its own cgroups already: nothing moved (err %d, moved %d)",
        r.err, r.moved);
     r = ask_mover(name, user, "0123456789abcdef0123456789abcdef", 0, NULL, NULL);
-    ok(r.err == EPERM, "a wrong token is refused with EPERM (err %d)", r.err);
+    tap_ok(r.err == EPERM, "a wrong token is refused with EPERM (err %d)", r.err);
     r = ask_mover(name, user, token, 1, NULL, NULL);
-    ok(r.err == ESRCH, "moving a process that is not the step's (pid 1) is refused with ESRCH "
+    tap_ok(r.err == ESRCH, "moving a process that is not the step's (pid 1) is refused with ESRCH "
        "(err %d)", r.err);
     r = ask_mover(name, 0, token, 0, NULL, NULL);
-    ok(r.err == EPERM, "a shim of another uid (root) is refused (err %d)", r.err);
+    tap_ok(r.err == EPERM, "a shim of another uid (root) is refused (err %d)", r.err);
 
     /* A shim that connects and stalls (suspended, say) holds up nobody:
      * the next one is answered while it still waits for its reply. */
@@ -715,7 +702,7 @@ static void test_mover(void)
         close(st.tell);
         close(st.hear);
     }
-    ok(connected && r.err == 0 && none == 1,
+    tap_ok(connected && r.err == 0 && none == 1,
        "a shim that connected and stalls does not hold up the next: it is answered (err %d) "
        "while the first still has no reply (%s)", r.err,
        !connected ? "no stalled connection" : none ? "none" : "it had one");
@@ -746,7 +733,7 @@ static void test_mover(void)
             printf("# seteuid(0): %s\n", strerror(errno));
         char want[PATH_MAX + 32];
         snprintf(want, sizeof want, ":/pspawn-test-%d/a\n", (int)getpid());
-        ok(r.err == 0 && r.moved == 1 && strstr(r.cgroup, want),
+        tap_ok(r.err == 0 && r.moved == 1 && strstr(r.cgroup, want),
            "with slurmstepd's euid dropped, the task is moved from b into its shim's cgroup a "
            "(err %d, moved %d, %s)", r.err,
            r.moved, strstr(r.cgroup, "pspawn-test") ? strstr(r.cgroup, "pspawn-test") : "?");
@@ -755,9 +742,9 @@ static void test_mover(void)
         rmdir(dir);
     }
 out:
-    ok(p_exit(&sp, 0, NULL) == 0, "exit stops the mover");
+    tap_ok(p_exit(&sp, 0, NULL) == 0, "exit stops the mover");
     struct mover_result gone = ask_mover(name ? name : "x", user, token ? token : "", 0, NULL, NULL);
-    ok(gone.err == -1, "after exit nobody listens on the mover's name");
+    tap_ok(gone.err == -1, "after exit nobody listens on the mover's name");
     env_clear();
     unload();
 }
@@ -768,7 +755,7 @@ static void expect_plain(const char *what, const struct step *s)
 {
     struct task t;
     int rc = run_step(s, &t, 1, NULL);
-    ok(rc == 0 && !t.shim && t.n_pspawn_vars == 0 && strcmp(t.argv0, s->argv[0]) == 0,
+    tap_ok(rc == 0 && !t.shim && t.n_pspawn_vars == 0 && strcmp(t.argv0, s->argv[0]) == 0,
        "%s: plain exec of %s (got %s, %d PSPAWN_ variables)", what, s->argv[0], t.argv0,
        t.n_pspawn_vars);
 }
@@ -778,7 +765,7 @@ static void expect_shim(const char *what, const struct step *s, struct task *t)
     int rc = run_step(s, t, 1, NULL);
     char want_argv[512];
     join(want_argv, sizeof want_argv, (char *const *)s->argv, 0);
-    ok(rc == 0 && t->shim && strcmp(t->argv0, SHIM) == 0 && strcmp(t->user_argv, want_argv) == 0,
+    tap_ok(rc == 0 && t->shim && strcmp(t->argv0, SHIM) == 0 && strcmp(t->user_argv, want_argv) == 0,
        "%s: execve runs the shim with the task's argv \"%s\" (got %s, \"%s\")", what,
        want_argv, t->argv0, t->user_argv);
 }
@@ -786,67 +773,67 @@ static void expect_shim(const char *what, const struct step *s, struct task *t)
 int main(void)
 {
     /* Loads with every Slurm call it makes resolved here. */
-    ok(load() == 0, "dlopen(RTLD_NOW) with only the SPANK API defined: %s", PLUGIN_PATH);
+    tap_ok(load() == 0, "dlopen(RTLD_NOW) with only the SPANK API defined: %s", PLUGIN_PATH);
     if (!plugin) {
-        printf("1..%d\n", n_tests);
+        tap_done();
         return 1;
     }
     const char *name = dlsym(plugin, "plugin_name");
     const char *type = dlsym(plugin, "plugin_type");
     const unsigned int *version = dlsym(plugin, "plugin_version");
     const unsigned int *spank_version = dlsym(plugin, "spank_plugin_version");
-    ok(name && strcmp(name, "pspawn") == 0, "plugin_name is pspawn");
-    ok(type && strcmp(type, "spank") == 0, "plugin_type is spank");
-    ok(version && *version == SLURM_VERSION_NUMBER,
+    tap_ok(name && strcmp(name, "pspawn") == 0, "plugin_name is pspawn");
+    tap_ok(type && strcmp(type, "spank") == 0, "plugin_type is spank");
+    tap_ok(version && *version == SLURM_VERSION_NUMBER,
        "plugin_version is this Slurm's (0x%x)", SLURM_VERSION_NUMBER);
-    ok(spank_version != NULL, "spank_plugin_version is there");
-    ok(dlsym(plugin, "pspawn_config_parse") == NULL, "internal functions are not exported");
+    tap_ok(spank_version != NULL, "spank_plugin_version is there");
+    tap_ok(dlsym(plugin, "pspawn_config_parse") == NULL, "internal functions are not exported");
 
     /* Bad plugstack.conf arguments fail init, naming the argument. */
     struct spank_handle sp = { 0 };
     char *bad[] = { "default=on", "signals=sometimes" };
     host.context = S_CTX_REMOTE;
     host.n_errors = 0;
-    ok(p_init(&sp, 2, bad) == -1 && strstr(host.last_error, "signals=sometimes"),
+    tap_ok(p_init(&sp, 2, bad) == -1 && strstr(host.last_error, "signals=sometimes"),
        "bad argument: init fails, error names it (%s)", host.last_error);
 
     /* The option, in srun: registered with an optional argument. */
     host.context = S_CTX_LOCAL;
     host.option = NULL;
     char *none[] = { NULL };
-    ok(p_init(&sp, 0, none) == 0 && host.option && strcmp(host.option->name, "pspawn") == 0 &&
+    tap_ok(p_init(&sp, 0, none) == 0 && host.option && strcmp(host.option->name, "pspawn") == 0 &&
        host.option->has_arg == 2 && host.option->usage && strstr(host.option->usage, "off"),
        "srun: --pspawn registered, optional argument, usage names the site default");
-    ok(host.option && host.option->cb(host.option->val, "bogus", 0) != 0,
+    tap_ok(host.option && host.option->cb(host.option->val, "bogus", 0) != 0,
        "--pspawn=bogus is refused in srun");
-    ok(host.option && host.option->cb(host.option->val, NULL, 0) == 0 &&
+    tap_ok(host.option && host.option->cb(host.option->val, NULL, 0) == 0 &&
        host.option->cb(host.option->val, "auto", 0) == 0, "--pspawn and --pspawn=auto are taken");
-    ok(host.option && host.option->cb(host.option->val, "(null)", 0) == 0,
+    tap_ok(host.option && host.option->cb(host.option->val, "(null)", 0) == 0,
        "sbatch --pspawn, as srun finds it in the job's environment (\"(null)\"), is taken");
-    ok(p_user_init(&sp, 0, NULL) == 0 && p_task_init(&sp, 0, NULL) == 0,
+    tap_ok(p_user_init(&sp, 0, NULL) == 0 && p_task_init(&sp, 0, NULL) == 0,
        "srun: user_init and task_init do nothing");
     /* srun under a parallel debugger: the step is told, through srun's
      * environment, to exec its tasks (the debugger must find the program,
      * not the shim). */
     unsetenv("SLURM_PSPAWN_DEBUGGER");
     MPIR_being_debugged = 0;
-    ok(p_post_opt(&sp, 0, NULL) == 0 && !getenv("SLURM_PSPAWN_DEBUGGER"),
+    tap_ok(p_post_opt(&sp, 0, NULL) == 0 && !getenv("SLURM_PSPAWN_DEBUGGER"),
        "srun, no debugger: post_opt sets nothing");
     MPIR_being_debugged = 1;
-    ok(p_post_opt(&sp, 0, NULL) == 0 && getenv("SLURM_PSPAWN_DEBUGGER") &&
+    tap_ok(p_post_opt(&sp, 0, NULL) == 0 && getenv("SLURM_PSPAWN_DEBUGGER") &&
        strcmp(getenv("SLURM_PSPAWN_DEBUGGER"), "1") == 0,
        "srun under a debugger (MPIR_being_debugged): post_opt sets SLURM_PSPAWN_DEBUGGER=1");
     unsetenv("SLURM_PSPAWN_DEBUGGER");
-    ok(host.option && host.option->cb(host.option->val, "off", 0) == 0 &&
+    tap_ok(host.option && host.option->cb(host.option->val, "off", 0) == 0 &&
        p_post_opt(&sp, 0, NULL) == 0 && !getenv("SLURM_PSPAWN_DEBUGGER"),
        "srun under a debugger with --pspawn=off: nothing set");
     MPIR_being_debugged = 0;
     host.context = S_CTX_ALLOCATOR;
     host.option = NULL;
-    ok(p_init(&sp, 0, none) == 0 && host.option, "sbatch/salloc: --pspawn registered");
+    tap_ok(p_init(&sp, 0, none) == 0 && host.option, "sbatch/salloc: --pspawn registered");
     host.context = S_CTX_SLURMD;
     host.option = NULL;
-    ok(p_init(&sp, 0, none) == 0 && !host.option, "slurmd: nothing registered");
+    tap_ok(p_init(&sp, 0, none) == 0 && !host.option, "slurmd: nothing registered");
     unload();
 
     slurm_conf.proctrack_type = "proctrack/cgroup";
@@ -861,7 +848,7 @@ int main(void)
                  &(struct step){ .plugstack = "shim=" SHIM " debug=1", .option_given = 1,
                                  .stepid = 7, .local_tasks = 4, .argv = ARGV("./app", "x"),
                                  .env = "SLURM_PSPAWN_DEBUGGER=1" });
-    ok(strstr(host.log, "parallel debugger") != NULL,
+    tap_ok(strstr(host.log, "parallel debugger") != NULL,
        "under a parallel debugger: the reason is logged with debug=1");
     expect_plain("--pspawn=off with SLURM_PSPAWN_DEBUGGER=1 (the variable is removed all the same)",
                  &(struct step){ .plugstack = "shim=" SHIM, .option_given = 1, .optarg = "off",
@@ -872,26 +859,26 @@ int main(void)
                 &(struct step){ .plugstack = "shim=" SHIM, .option_given = 1, .stepid = 7,
                                 .local_tasks = 4, .argv = ARGV("./app", "-n", "3") },
                 &t);
-    ok(strcmp(t.key, "1000.42.7") == 0, "PSPAWN_SHIM_KEY=uid.jobid.stepid (%s)", t.key);
-    ok(is_hex32(t.token), "PSPAWN_SHIM_TOKEN is 32 hex digits (%s)", t.token);
-    ok(strcmp(t.local_tasks, "4") == 0, "PSPAWN_SHIM_LOCAL_TASKS=4 (%s)", t.local_tasks);
-    ok(strcmp(t.signals, "auto") == 0 && strcmp(t.debug, "0") == 0,
+    tap_ok(strcmp(t.key, "1000.42.7") == 0, "PSPAWN_SHIM_KEY=uid.jobid.stepid (%s)", t.key);
+    tap_ok(is_hex32(t.token), "PSPAWN_SHIM_TOKEN is 32 hex digits (%s)", t.token);
+    tap_ok(strcmp(t.local_tasks, "4") == 0, "PSPAWN_SHIM_LOCAL_TASKS=4 (%s)", t.local_tasks);
+    tap_ok(strcmp(t.signals, "auto") == 0 && strcmp(t.debug, "0") == 0,
        "PSPAWN_SHIM_SIGNALS=auto, PSPAWN_SHIM_DEBUG=0 (%s, %s)", t.signals, t.debug);
-    ok(strcmp(t.proctrack, "proctrack/cgroup") == 0,
+    tap_ok(strcmp(t.proctrack, "proctrack/cgroup") == 0,
        "PSPAWN_SHIM_PROCTRACK from slurm_conf (%s)", t.proctrack);
     /* The mover needs root (it takes back slurmstepd's saved uid 0). */
     int mover = geteuid() == 0;
     if (mover)
-        ok(strcmp(t.mover, "pspawn-1000.42.7.mover") == 0,
+        tap_ok(strcmp(t.mover, "pspawn-1000.42.7.mover") == 0,
            "as root: PSPAWN_SHIM_MOVER names the step's mover (%s)", t.mover);
     else
-        ok(strcmp(t.mover, "-") == 0 && strstr(host.last_error, "zygote's cgroups"),
+        tap_ok(strcmp(t.mover, "-") == 0 && strstr(host.last_error, "zygote's cgroups"),
            "not root: no mover, and the log says why (%s)", host.last_error);
 #ifdef HAVE_SPANK_PREPEND_TASK_ARGV
-    ok(t.n_pspawn_vars == 6 + mover, "%d PSPAWN_ variables, no PSPAWN_SHIM_ARGV0 (%d)",
+    tap_ok(t.n_pspawn_vars == 6 + mover, "%d PSPAWN_ variables, no PSPAWN_SHIM_ARGV0 (%d)",
        6 + mover, t.n_pspawn_vars);
 #else
-    ok(t.n_pspawn_vars == 7 + mover, "%d PSPAWN_ variables with PSPAWN_SHIM_ARGV0 (%d)",
+    tap_ok(t.n_pspawn_vars == 7 + mover, "%d PSPAWN_ variables with PSPAWN_SHIM_ARGV0 (%d)",
        7 + mover, t.n_pspawn_vars);
 #endif
     if (mover)
@@ -902,11 +889,11 @@ int main(void)
     struct step three = { .plugstack = "shim=" SHIM, .option_given = 1, .stepid = 8,
                           .local_tasks = 3, .argv = ARGV("app") };
     int rc = run_step(&three, &t3[0], 3, &t3[1]);
-    ok(rc == 0 && t3[0].shim && t3[1].shim && t3[2].shim &&
+    tap_ok(rc == 0 && t3[0].shim && t3[1].shim && t3[2].shim &&
        strcmp(t3[0].token, t3[1].token) == 0 && strcmp(t3[0].token, t3[2].token) == 0 &&
        strcmp(t3[0].user_argv, "app") == 0 && strcmp(t3[2].user_argv, "app") == 0,
        "three tasks of one step: all through the shim, one token");
-    ok(strcmp(t3[0].token, t.token) != 0, "another step, another token");
+    tap_ok(strcmp(t3[0].token, t.token) != 0, "another step, another token");
 
     expect_shim("--pspawn from sbatch (\"(null)\")",
                 &(struct step){ .plugstack = "shim=" SHIM, .option_given = 1,
@@ -963,7 +950,7 @@ int main(void)
                  &(struct step){ .plugstack = "shim=/nonexistent/pspawn-shim",
                                  .option_given = 1, .stepid = 1, .local_tasks = 4,
                                  .argv = ARGV("app") });
-    ok(host.n_errors == 1 && strstr(host.last_error, "/nonexistent/pspawn-shim"),
+    tap_ok(host.n_errors == 1 && strstr(host.last_error, "/nonexistent/pspawn-shim"),
        "missing shim logged as an error naming it");
     expect_plain("--pspawn, a variable cannot be set",
                  &(struct step){ .plugstack = "shim=" SHIM, .option_given = 1, .stepid = 1,
@@ -975,7 +962,7 @@ int main(void)
                                 .option_given = 1, .optarg = "on", .stepid = 3,
                                 .local_tasks = 2, .argv = ARGV("app") },
                 &t2);
-    ok(strcmp(t2.signals, "no") == 0 && strcmp(t2.debug, "1") == 0,
+    tap_ok(strcmp(t2.signals, "no") == 0 && strcmp(t2.debug, "1") == 0,
        "PSPAWN_SHIM_SIGNALS=no, PSPAWN_SHIM_DEBUG=1 (%s, %s)", t2.signals, t2.debug);
 
     slurm_conf.proctrack_type = NULL;
@@ -983,8 +970,8 @@ int main(void)
                 &(struct step){ .plugstack = "shim=" SHIM, .option_given = 1, .stepid = 3,
                                 .local_tasks = 2, .argv = ARGV("app") },
                 &t2);
-    ok(strcmp(t2.proctrack, "-") == 0, "no PSPAWN_SHIM_PROCTRACK when it is unknown");
+    tap_ok(strcmp(t2.proctrack, "-") == 0, "no PSPAWN_SHIM_PROCTRACK when it is unknown");
 
-    printf("1..%d\n", n_tests);
-    return n_failed ? 1 : 0;
+    tap_done();
+    return tap_failed ? 1 : 0;
 }
