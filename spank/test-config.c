@@ -32,11 +32,11 @@ static void good(const char *line, enum pspawn_mode mode, enum pspawn_signals si
     int rc = parse(line, &cfg, err, sizeof err);
     tap_ok(rc == 0 && err[0] == '\0', "accepts \"%s\"%s%s", line, rc ? ": " : "", rc ? err : "");
     tap_ok(cfg.default_mode == mode && cfg.signals == signals && cfg.debug == debug &&
-       strcmp(cfg.shim, shim) == 0,
-       "\"%s\" gives default=%s signals=%s debug=%d shim=%s (got %s %s %d %s)", line,
-       pspawn_mode_name(mode), pspawn_signals_name(signals), debug, shim,
-       pspawn_mode_name(cfg.default_mode), pspawn_signals_name(cfg.signals), cfg.debug,
-       cfg.shim);
+           strcmp(cfg.shim, shim) == 0,
+           "\"%s\" gives default=%s signals=%s debug=%d shim=%s (got %s %s %d %s)", line,
+           pspawn_mode_name(mode), pspawn_signals_name(signals), debug, shim,
+           pspawn_mode_name(cfg.default_mode), pspawn_signals_name(cfg.signals), cfg.debug,
+           cfg.shim);
 }
 
 /* Rejected, with a message that names the argument. */
@@ -54,8 +54,8 @@ int main(void)
     struct pspawn_config cfg;
     pspawn_config_defaults(&cfg);
     tap_ok(cfg.default_mode == PSPAWN_MODE_OFF && cfg.signals == PSPAWN_SIGNALS_AUTO &&
-       cfg.debug == 0 && strcmp(cfg.shim, "/test/pspawn-shim") == 0,
-       "defaults: default=off signals=auto debug=0 shim=PSPAWN_SHIM_PATH");
+           cfg.debug == 0 && strcmp(cfg.shim, "/test/pspawn-shim") == 0,
+           "defaults: default=off signals=auto debug=0 shim=PSPAWN_SHIM_PATH");
 
     good("", PSPAWN_MODE_OFF, PSPAWN_SIGNALS_AUTO, 0, "/test/pspawn-shim");
     good("default=on", PSPAWN_MODE_ON, PSPAWN_SIGNALS_AUTO, 0, "/test/pspawn-shim");
@@ -98,14 +98,14 @@ int main(void)
     char err[256] = "";
     pspawn_config_defaults(&cfg);
     tap_ok(pspawn_config_parse(&cfg, 1, argv, err, sizeof err) == -1 && strstr(err, "shim") != NULL,
-       "rejects a shim path longer than PATH_MAX: %s", err);
+           "rejects a shim path longer than PATH_MAX: %s", err);
 
     /* A tiny error buffer is still terminated. */
     char tiny[8];
     memset(tiny, 'x', sizeof tiny);
     char *bogus[] = { "bogus=1" };
     tap_ok(pspawn_config_parse(&cfg, 1, bogus, tiny, sizeof tiny) == -1 &&
-       memchr(tiny, '\0', sizeof tiny) != NULL, "error message truncated and terminated");
+           memchr(tiny, '\0', sizeof tiny) != NULL, "error message truncated and terminated");
 
     enum pspawn_mode m = PSPAWN_MODE_OFF;
     tap_ok(pspawn_mode_parse(NULL, &m) == 0 && m == PSPAWN_MODE_ON, "--pspawn alone: on");
@@ -116,7 +116,7 @@ int main(void)
     tap_ok(pspawn_mode_parse("on", &m) == 0 && m == PSPAWN_MODE_ON, "--pspawn=on");
     m = PSPAWN_MODE_AUTO;
     tap_ok(pspawn_mode_parse("yes", &m) == -1 && m == PSPAWN_MODE_AUTO,
-       "--pspawn=yes rejected, mode unchanged");
+           "--pspawn=yes rejected, mode unchanged");
     tap_ok(pspawn_mode_parse("on ", &m) == -1, "--pspawn='on ' rejected");
 
     tap_done();

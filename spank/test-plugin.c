@@ -466,8 +466,8 @@ static void test_contain_spank(void)
     int st = -1;
     waitpid(pid, &st, 0);
     tap_ok(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-       "contain_spank (user_init in another process): tasks still go through the shim, "
-       "no mover, and the log says why");
+           "contain_spank (user_init in another process): tasks still go through the shim, "
+           "no mover, and the log says why");
     p_exit(&sp, 0, NULL);
     env_clear();
     unload();
@@ -672,19 +672,19 @@ static void test_mover(void)
     const char *name = env_get("PSPAWN_SHIM_MOVER");
     const char *token = env_get("PSPAWN_SHIM_TOKEN");
     tap_ok(name && token && strcmp(name, "pspawn-65534.43.0.mover") == 0,
-       "mover: named for the step (%s)", name ? name : "none");
+           "mover: named for the step (%s)", name ? name : "none");
     if (!name || !token)
         goto out;
 
     struct mover_result r = ask_mover(name, user, token, 0, NULL, NULL);
     tap_ok(r.err == 0 && r.moved == 0,
-       "a shim whose task is in its own cgroups already: nothing moved (err %d, moved %d)",
-       r.err, r.moved);
+           "a shim whose task is in its own cgroups already: nothing moved (err %d, moved %d)",
+           r.err, r.moved);
     r = ask_mover(name, user, "0123456789abcdef0123456789abcdef", 0, NULL, NULL);
     tap_ok(r.err == EPERM, "a wrong token is refused with EPERM (err %d)", r.err);
     r = ask_mover(name, user, token, 1, NULL, NULL);
     tap_ok(r.err == ESRCH, "moving a process that is not the step's (pid 1) is refused with ESRCH "
-       "(err %d)", r.err);
+           "(err %d)", r.err);
     r = ask_mover(name, 0, token, 0, NULL, NULL);
     tap_ok(r.err == EPERM, "a shim of another uid (root) is refused (err %d)", r.err);
 
@@ -703,9 +703,9 @@ static void test_mover(void)
         close(st.hear);
     }
     tap_ok(connected && r.err == 0 && none == 1,
-       "a shim that connected and stalls does not hold up the next: it is answered (err %d) "
-       "while the first still has no reply (%s)", r.err,
-       !connected ? "no stalled connection" : none ? "none" : "it had one");
+           "a shim that connected and stalls does not hold up the next: it is answered (err %d) "
+           "while the first still has no reply (%s)", r.err,
+           !connected ? "no stalled connection" : none ? "none" : "it had one");
 
     /* A real move: the shim in cgroup a, its task in b. */
     char cpus[256], mems[256], dir[PATH_MAX], a[PATH_MAX + 8], b[PATH_MAX + 8];
@@ -734,9 +734,9 @@ static void test_mover(void)
         char want[PATH_MAX + 32];
         snprintf(want, sizeof want, ":/pspawn-test-%d/a\n", (int)getpid());
         tap_ok(r.err == 0 && r.moved == 1 && strstr(r.cgroup, want),
-           "with slurmstepd's euid dropped, the task is moved from b into its shim's cgroup a "
-           "(err %d, moved %d, %s)", r.err,
-           r.moved, strstr(r.cgroup, "pspawn-test") ? strstr(r.cgroup, "pspawn-test") : "?");
+               "with slurmstepd's euid dropped, the task is moved from b into its shim's cgroup a "
+               "(err %d, moved %d, %s)", r.err,
+               r.moved, strstr(r.cgroup, "pspawn-test") ? strstr(r.cgroup, "pspawn-test") : "?");
         rmdir(a);
         rmdir(b);
         rmdir(dir);
@@ -756,8 +756,8 @@ static void expect_plain(const char *what, const struct step *s)
     struct task t;
     int rc = run_step(s, &t, 1, NULL);
     tap_ok(rc == 0 && !t.shim && t.n_pspawn_vars == 0 && strcmp(t.argv0, s->argv[0]) == 0,
-       "%s: plain exec of %s (got %s, %d PSPAWN_ variables)", what, s->argv[0], t.argv0,
-       t.n_pspawn_vars);
+           "%s: plain exec of %s (got %s, %d PSPAWN_ variables)", what, s->argv[0], t.argv0,
+           t.n_pspawn_vars);
 }
 
 static void expect_shim(const char *what, const struct step *s, struct task *t)
@@ -765,9 +765,10 @@ static void expect_shim(const char *what, const struct step *s, struct task *t)
     int rc = run_step(s, t, 1, NULL);
     char want_argv[512];
     join(want_argv, sizeof want_argv, (char *const *)s->argv, 0);
-    tap_ok(rc == 0 && t->shim && strcmp(t->argv0, SHIM) == 0 && strcmp(t->user_argv, want_argv) == 0,
-       "%s: execve runs the shim with the task's argv \"%s\" (got %s, \"%s\")", what,
-       want_argv, t->argv0, t->user_argv);
+    tap_ok(rc == 0 && t->shim && strcmp(t->argv0, SHIM) == 0 &&
+           strcmp(t->user_argv, want_argv) == 0,
+           "%s: execve runs the shim with the task's argv \"%s\" (got %s, \"%s\")", what,
+           want_argv, t->argv0, t->user_argv);
 }
 
 int main(void)
@@ -785,7 +786,7 @@ int main(void)
     tap_ok(name && strcmp(name, "pspawn") == 0, "plugin_name is pspawn");
     tap_ok(type && strcmp(type, "spank") == 0, "plugin_type is spank");
     tap_ok(version && *version == SLURM_VERSION_NUMBER,
-       "plugin_version is this Slurm's (0x%x)", SLURM_VERSION_NUMBER);
+           "plugin_version is this Slurm's (0x%x)", SLURM_VERSION_NUMBER);
     tap_ok(spank_version != NULL, "spank_plugin_version is there");
     tap_ok(dlsym(plugin, "pspawn_config_parse") == NULL, "internal functions are not exported");
 
@@ -795,38 +796,39 @@ int main(void)
     host.context = S_CTX_REMOTE;
     host.n_errors = 0;
     tap_ok(p_init(&sp, 2, bad) == -1 && strstr(host.last_error, "signals=sometimes"),
-       "bad argument: init fails, error names it (%s)", host.last_error);
+           "bad argument: init fails, error names it (%s)", host.last_error);
 
     /* The option, in srun: registered with an optional argument. */
     host.context = S_CTX_LOCAL;
     host.option = NULL;
     char *none[] = { NULL };
     tap_ok(p_init(&sp, 0, none) == 0 && host.option && strcmp(host.option->name, "pspawn") == 0 &&
-       host.option->has_arg == 2 && host.option->usage && strstr(host.option->usage, "off"),
-       "srun: --pspawn registered, optional argument, usage names the site default");
+           host.option->has_arg == 2 && host.option->usage && strstr(host.option->usage, "off"),
+           "srun: --pspawn registered, optional argument, usage names the site default");
     tap_ok(host.option && host.option->cb(host.option->val, "bogus", 0) != 0,
-       "--pspawn=bogus is refused in srun");
+           "--pspawn=bogus is refused in srun");
     tap_ok(host.option && host.option->cb(host.option->val, NULL, 0) == 0 &&
-       host.option->cb(host.option->val, "auto", 0) == 0, "--pspawn and --pspawn=auto are taken");
+           host.option->cb(host.option->val, "auto", 0) == 0,
+           "--pspawn and --pspawn=auto are taken");
     tap_ok(host.option && host.option->cb(host.option->val, "(null)", 0) == 0,
-       "sbatch --pspawn, as srun finds it in the job's environment (\"(null)\"), is taken");
+           "sbatch --pspawn, as srun finds it in the job's environment (\"(null)\"), is taken");
     tap_ok(p_user_init(&sp, 0, NULL) == 0 && p_task_init(&sp, 0, NULL) == 0,
-       "srun: user_init and task_init do nothing");
+           "srun: user_init and task_init do nothing");
     /* srun under a parallel debugger: the step is told, through srun's
      * environment, to exec its tasks (the debugger must find the program,
      * not the shim). */
     unsetenv("SLURM_PSPAWN_DEBUGGER");
     MPIR_being_debugged = 0;
     tap_ok(p_post_opt(&sp, 0, NULL) == 0 && !getenv("SLURM_PSPAWN_DEBUGGER"),
-       "srun, no debugger: post_opt sets nothing");
+           "srun, no debugger: post_opt sets nothing");
     MPIR_being_debugged = 1;
     tap_ok(p_post_opt(&sp, 0, NULL) == 0 && getenv("SLURM_PSPAWN_DEBUGGER") &&
-       strcmp(getenv("SLURM_PSPAWN_DEBUGGER"), "1") == 0,
-       "srun under a debugger (MPIR_being_debugged): post_opt sets SLURM_PSPAWN_DEBUGGER=1");
+           strcmp(getenv("SLURM_PSPAWN_DEBUGGER"), "1") == 0,
+           "srun under a debugger (MPIR_being_debugged): post_opt sets SLURM_PSPAWN_DEBUGGER=1");
     unsetenv("SLURM_PSPAWN_DEBUGGER");
     tap_ok(host.option && host.option->cb(host.option->val, "off", 0) == 0 &&
-       p_post_opt(&sp, 0, NULL) == 0 && !getenv("SLURM_PSPAWN_DEBUGGER"),
-       "srun under a debugger with --pspawn=off: nothing set");
+           p_post_opt(&sp, 0, NULL) == 0 && !getenv("SLURM_PSPAWN_DEBUGGER"),
+           "srun under a debugger with --pspawn=off: nothing set");
     MPIR_being_debugged = 0;
     host.context = S_CTX_ALLOCATOR;
     host.option = NULL;
@@ -849,7 +851,7 @@ int main(void)
                                  .stepid = 7, .local_tasks = 4, .argv = ARGV("./app", "x"),
                                  .env = "SLURM_PSPAWN_DEBUGGER=1" });
     tap_ok(strstr(host.log, "parallel debugger") != NULL,
-       "under a parallel debugger: the reason is logged with debug=1");
+           "under a parallel debugger: the reason is logged with debug=1");
     expect_plain("--pspawn=off with SLURM_PSPAWN_DEBUGGER=1 (the variable is removed all the same)",
                  &(struct step){ .plugstack = "shim=" SHIM, .option_given = 1, .optarg = "off",
                                  .stepid = 7, .local_tasks = 4, .argv = ARGV("./app", "x"),
@@ -863,23 +865,23 @@ int main(void)
     tap_ok(is_hex32(t.token), "PSPAWN_SHIM_TOKEN is 32 hex digits (%s)", t.token);
     tap_ok(strcmp(t.local_tasks, "4") == 0, "PSPAWN_SHIM_LOCAL_TASKS=4 (%s)", t.local_tasks);
     tap_ok(strcmp(t.signals, "auto") == 0 && strcmp(t.debug, "0") == 0,
-       "PSPAWN_SHIM_SIGNALS=auto, PSPAWN_SHIM_DEBUG=0 (%s, %s)", t.signals, t.debug);
+           "PSPAWN_SHIM_SIGNALS=auto, PSPAWN_SHIM_DEBUG=0 (%s, %s)", t.signals, t.debug);
     tap_ok(strcmp(t.proctrack, "proctrack/cgroup") == 0,
-       "PSPAWN_SHIM_PROCTRACK from slurm_conf (%s)", t.proctrack);
+           "PSPAWN_SHIM_PROCTRACK from slurm_conf (%s)", t.proctrack);
     /* The mover needs root (it takes back slurmstepd's saved uid 0). */
     int mover = geteuid() == 0;
     if (mover)
         tap_ok(strcmp(t.mover, "pspawn-1000.42.7.mover") == 0,
-           "as root: PSPAWN_SHIM_MOVER names the step's mover (%s)", t.mover);
+               "as root: PSPAWN_SHIM_MOVER names the step's mover (%s)", t.mover);
     else
         tap_ok(strcmp(t.mover, "-") == 0 && strstr(host.last_error, "zygote's cgroups"),
-           "not root: no mover, and the log says why (%s)", host.last_error);
+               "not root: no mover, and the log says why (%s)", host.last_error);
 #ifdef HAVE_SPANK_PREPEND_TASK_ARGV
     tap_ok(t.n_pspawn_vars == 6 + mover, "%d PSPAWN_ variables, no PSPAWN_SHIM_ARGV0 (%d)",
-       6 + mover, t.n_pspawn_vars);
+           6 + mover, t.n_pspawn_vars);
 #else
     tap_ok(t.n_pspawn_vars == 7 + mover, "%d PSPAWN_ variables with PSPAWN_SHIM_ARGV0 (%d)",
-       7 + mover, t.n_pspawn_vars);
+           7 + mover, t.n_pspawn_vars);
 #endif
     if (mover)
         test_mover();
@@ -890,9 +892,9 @@ int main(void)
                           .local_tasks = 3, .argv = ARGV("app") };
     int rc = run_step(&three, &t3[0], 3, &t3[1]);
     tap_ok(rc == 0 && t3[0].shim && t3[1].shim && t3[2].shim &&
-       strcmp(t3[0].token, t3[1].token) == 0 && strcmp(t3[0].token, t3[2].token) == 0 &&
-       strcmp(t3[0].user_argv, "app") == 0 && strcmp(t3[2].user_argv, "app") == 0,
-       "three tasks of one step: all through the shim, one token");
+           strcmp(t3[0].token, t3[1].token) == 0 && strcmp(t3[0].token, t3[2].token) == 0 &&
+           strcmp(t3[0].user_argv, "app") == 0 && strcmp(t3[2].user_argv, "app") == 0,
+           "three tasks of one step: all through the shim, one token");
     tap_ok(strcmp(t3[0].token, t.token) != 0, "another step, another token");
 
     expect_shim("--pspawn from sbatch (\"(null)\")",
@@ -951,7 +953,7 @@ int main(void)
                                  .option_given = 1, .stepid = 1, .local_tasks = 4,
                                  .argv = ARGV("app") });
     tap_ok(host.n_errors == 1 && strstr(host.last_error, "/nonexistent/pspawn-shim"),
-       "missing shim logged as an error naming it");
+           "missing shim logged as an error naming it");
     expect_plain("--pspawn, a variable cannot be set",
                  &(struct step){ .plugstack = "shim=" SHIM, .option_given = 1, .stepid = 1,
                                  .local_tasks = 4, .argv = ARGV("app"),
@@ -963,7 +965,7 @@ int main(void)
                                 .local_tasks = 2, .argv = ARGV("app") },
                 &t2);
     tap_ok(strcmp(t2.signals, "no") == 0 && strcmp(t2.debug, "1") == 0,
-       "PSPAWN_SHIM_SIGNALS=no, PSPAWN_SHIM_DEBUG=1 (%s, %s)", t2.signals, t2.debug);
+           "PSPAWN_SHIM_SIGNALS=no, PSPAWN_SHIM_DEBUG=1 (%s, %s)", t2.signals, t2.debug);
 
     slurm_conf.proctrack_type = NULL;
     expect_shim("ProctrackType unknown",
