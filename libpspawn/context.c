@@ -327,6 +327,29 @@ const char *pspawn_creds_differ(const struct pspawn_creds *a, const struct pspaw
     return NULL;
 }
 
+void pspawn_zygote_refusal(char *buf, size_t size, int status, int detail)
+{
+    switch (status) {
+    case ZYGOTE_THREADED:
+        snprintf(buf, size, "zygote has %d threads at main (a constructor started a thread; "
+                 "fork would copy only one)", detail);
+        break;
+    case ZYGOTE_POSIX_TIMERS:
+        snprintf(buf, size, "zygote has POSIX timers at main (%d: a constructor called "
+                 "timer_create; fork keeps none)", detail);
+        break;
+    case ZYGOTE_NO_LIBC_START:
+        snprintf(buf, size, "program does not start through __libc_start_main "
+                 "(not a glibc program): no place to park it");
+        break;
+    case ZYGOTE_LISTEN_FAILED:
+        snprintf(buf, size, "zygote could not listen for the step's tasks: %s", strerror(detail));
+        break;
+    default:
+        snprintf(buf, size, "zygote gave no answer it could be started with (status %d)", status);
+    }
+}
+
 static int start_zygote(struct pspawn_zygote *z, int core, char *const envp[])
 {
     const char *proxy = pspawn_proxy_path();
@@ -426,16 +449,10 @@ static int start_zygote(struct pspawn_zygote *z, int core, char *const envp[])
         return 0;
     }
     if (ready.status != ZYGOTE_PARKED) {
+        char why[160];
+        pspawn_zygote_refusal(why, sizeof why, (int)ready.status, ready.detail);
         pspawn_zygote_lost(z, 0);
-        if (ready.status == ZYGOTE_THREADED)
-            pspawn_fallback(z, 1, "zygote has %d threads at main (a constructor started a "
-                            "thread; fork would copy only one)", ready.detail);
-        else if (ready.status == ZYGOTE_POSIX_TIMERS)
-            pspawn_fallback(z, 1, "zygote has POSIX timers at main (%d: a constructor called "
-                            "timer_create; fork keeps none)", ready.detail);
-        else
-            pspawn_fallback(z, 1, "program does not start through __libc_start_main "
-                            "(not a glibc program): no place to park it");
+        pspawn_fallback(z, 1, "%s", why);
         return 0;
     }
     pspawn_debug(z, "zygote %d parked", (int)pid);

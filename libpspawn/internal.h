@@ -178,6 +178,9 @@ int pspawn_loader_var(const char *kv);
 const char *pspawn_loader_env_differs(const struct pspawn_zygote *z,
                                       char *const envp[], size_t *namelen);
 void pspawn_free_environ(char **env);
+/* Why a zygote that reported STATUS (enum zygote_status, not PARKED) with
+ * DETAIL cannot serve, as a sentence for the fallback reason. */
+void pspawn_zygote_refusal(char *buf, size_t size, int status, int detail);
 void pspawn_fallback(struct pspawn_zygote *z, int for_good, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void pspawn_zygote_lost(struct pspawn_zygote *z, int kill_it);

@@ -173,14 +173,10 @@ static pid_t start_zygote(const char *path, char **argv, const char *name, const
     ssize_t got = poll(&p, 1, 120000) > 0 ? recv(rs[0], &ready, sizeof ready, 0) : -1;
     close(rs[0]);
     if (got != (ssize_t)sizeof ready || ready.magic != PSPAWN_MAGIC || ready.status != ZYGOTE_PARKED) {
-        int status = got == (ssize_t)sizeof ready && ready.magic == PSPAWN_MAGIC ? ready.status : -1;
-        say("zygote did not park: %s (%d)",
-            status == ZYGOTE_THREADED ? "it has more than one thread at main"
-            : status == ZYGOTE_POSIX_TIMERS ? "it has POSIX timers at main"
-            : status == ZYGOTE_NO_LIBC_START ? "the program does not start through "
-                                               "__libc_start_main"
-            : status == ZYGOTE_LISTEN_FAILED ? "it could not listen for the step's tasks"
-            : "no answer", status >= 0 ? ready.detail : 0);
+        char why[160] = "no answer from the zygote";
+        if (got == (ssize_t)sizeof ready && ready.magic == PSPAWN_MAGIC)
+            pspawn_zygote_refusal(why, sizeof why, (int)ready.status, ready.detail);
+        say("zygote did not park: %s", why);
         kill(pid, SIGKILL);
         waitpid(pid, NULL, 0);
         return -1;
