@@ -201,30 +201,6 @@ int pspawn_attr_setflags(pspawn_attr_t *attr, unsigned flags)
     return 0;
 }
 
-/* The caller's umask, read without changing it (umask(2) twice would race
- * with threads creating files). */
-static mode_t current_umask(void)
-{
-    FILE *f = fopen("/proc/self/status", "re");
-    char line[256];
-    unsigned m = 022;
-    int found = 0;
-    if (f) {
-        while (fgets(line, sizeof line, f))
-            if (sscanf(line, "Umask: %o", &m) == 1) {
-                found = 1;
-                break;
-            }
-        fclose(f);
-    }
-    if (!found) {
-        mode_t old = umask(022);
-        umask(old);
-        m = old;
-    }
-    return (mode_t)m;
-}
-
 static int source_index(struct call *c, int fd)
 {
     for (int i = 0; i < c->nfds; i++)
@@ -278,7 +254,7 @@ int pspawn_call_init(struct call *c, const pspawn_attr_t *attrp, char *const env
     } else if (getcwd(c->cwd, sizeof c->cwd)) {
         c->flags |= REQ_CWD;
     }
-    c->umask = a && (a->set & ATTR_UMASK) ? a->umask : current_umask();
+    c->umask = a && (a->set & ATTR_UMASK) ? a->umask : pspawn_umask_get();
     c->flags |= REQ_UMASK;
     if (a && (a->set & ATTR_SETSID))
         c->flags |= REQ_SETSID;

@@ -5,6 +5,8 @@
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
@@ -71,7 +73,7 @@ static int max_target(const struct child_setup *s)
 static int is_target(const struct child_setup *s, int fd)
 {
     for (int i = 0; i < s->nactions; i++)
-        if (s->actions[i].kind != FA_CLOSE && s->actions[i].fd == fd)
+        if (s->actions[i].fd == fd)     /* written, or closed */
             return 1;
     return 0;
 }
@@ -344,4 +346,63 @@ int pspawn_child_exec(void *arg)
     }
     a->err = err;
     _exit(127);
+}
+
+mode_t pspawn_umask_get(void)
+{
+    char buf[2048];
+    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+    if (fd >= 0)
+        close(fd);
+    buf[n < 0 ? 0 : n] = 0;
+    const char *f = strstr(buf, "\nUmask:");
+    if (f)
+        return (mode_t)(strtoul(f + sizeof "\nUmask:" - 1, NULL, 8) & 0777);
+    mode_t old = umask(022);
+    umask(old);
+    return old;
+}
+
+void pspawn_base_get(struct pspawn_base *b)
+{
+    memset(b, 0, sizeof *b);
+    b->umask = pspawn_umask_get();
+    errno = 0;
+    b->nice = getpriority(PRIO_PROCESS, 0);
+    b->seccomp = pspawn_seccomp_filters();
+    for (int r = 0; r < RLIM_NLIMITS; r++)
+        getrlimit(r, &b->rl[r]);
+}
+
+int pspawn_base_format(const struct pspawn_base *b, char *buf, size_t size)
+{
+    size_t k = (size_t)snprintf(buf, size, "%o,%d,%d", b->umask, b->nice, b->seccomp);
+    for (int r = 0; r < RLIM_NLIMITS && k < size; r++)
+        k += (size_t)snprintf(buf + k, size - k, ";%llu:%llu",
+                              (unsigned long long)b->rl[r].rlim_cur,
+                              (unsigned long long)b->rl[r].rlim_max);
+    return k < size ? 0 : ENOSPC;
+}
+
+int pspawn_base_parse(const char *s, struct pspawn_base *b)
+{
+    char *end;
+    memset(b, 0, sizeof *b);
+    b->umask = (unsigned)strtoul(s, &end, 8);
+    if (*end != ',')
+        return 0;
+    b->nice = (int)strtol(end + 1, &end, 10);
+    if (*end != ',')
+        return 0;
+    b->seccomp = (int)strtol(end + 1, &end, 10);
+    for (int r = 0; r < RLIM_NLIMITS; r++) {
+        if (*end != ';')
+            return 0;
+        b->rl[r].rlim_cur = (rlim_t)strtoull(end + 1, &end, 10);
+        if (*end != ':')
+            return 0;
+        b->rl[r].rlim_max = (rlim_t)strtoull(end + 1, &end, 10);
+    }
+    return *end == 0;
 }

@@ -10,6 +10,7 @@
 
 #include <sched.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include "protocol.h"
@@ -105,5 +106,25 @@ void pspawn_procstate_get(struct wire_procstate *ps);
 /* How many seccomp filters the calling process runs under: 0 for none,
  * -1 in strict mode, 1 where the kernel does not count them (before 5.9). */
 int pspawn_seccomp_filters(void);
+/* The calling process's umask, read without changing it (from
+ * /proc/self/status; umask(2) twice would race with threads creating
+ * files). */
+mode_t pspawn_umask_get(void);
+
+/* The state a zygote is exec'd with, passed to it in PSPAWN_ZYGOTE_BASE,
+ * so that it tells what its constructors changed (which exec would apply on
+ * top of every caller's state) from what its caller changed since. */
+struct pspawn_base {
+    unsigned umask;
+    int nice;
+    int seccomp;
+    struct rlimit rl[RLIM_NLIMITS];
+};
+/* The calling process's. */
+void pspawn_base_get(struct pspawn_base *b);
+/* As text, "umask,nice,seccomp" then ";cur:max" per resource; 0 or ENOSPC. */
+int pspawn_base_format(const struct pspawn_base *b, char *buf, size_t size);
+/* 1 when S is a whole base, else 0. */
+int pspawn_base_parse(const char *s, struct pspawn_base *b);
 
 #endif

@@ -225,6 +225,12 @@ char **pspawn_zygote_environ(const char *const extra[], char *const base[])
         asprintf(&env[k++], PSPAWN_ENV_PRELOAD "=%s", user_preload);
     if (user_bindnow)
         asprintf(&env[k++], PSPAWN_ENV_BINDNOW "=%s", user_bindnow);
+    asprintf(&env[k++], PSPAWN_ENV_PARENT "=%d", (int)getpid());
+    struct pspawn_base start;
+    char text[RLIM_NLIMITS * 44 + 64];
+    pspawn_base_get(&start);
+    if (pspawn_base_format(&start, text, sizeof text) == 0)
+        asprintf(&env[k++], PSPAWN_ENV_BASE "=%s", text);
     for (size_t i = 0; i < nextra; i++)
         env[k++] = strdup(extra[i]);
     env[k] = NULL;
@@ -419,6 +425,8 @@ static int start_zygote(struct pspawn_zygote *z, int core, char *const envp[])
         return 0;
     }
     z->zpid = pid;
+    z->pgid = getpgrp();
+    z->sid = getsid(0);
     z->sock = sv[0];
     z->report_r = rep[0];
     z->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
@@ -446,6 +454,14 @@ static int start_zygote(struct pspawn_zygote *z, int core, char *const envp[])
         else
             pspawn_fallback(z, 1, "zygote died during startup (exit status %d)",
                             WEXITSTATUS(st));
+        return 0;
+    }
+    if (ready.pid != (int32_t)pid) {
+        /* Only a program the zygote's constructors started could send
+         * it, with the variables it inherited (the proxy stops that). */
+        pspawn_zygote_lost(z, 1);
+        pspawn_fallback(z, 1, "the zygote's ready message came from pid %d, not from the "
+                        "zygote (%d)", (int)ready.pid, (int)pid);
         return 0;
     }
     if (ready.status != ZYGOTE_PARKED) {

@@ -33,7 +33,7 @@ static int exec_permission(const char *path, struct stat *st)
         return errno;
     if (!S_ISREG(st->st_mode))
         return EACCES;
-    if (access(path, X_OK) < 0)
+    if (faccessat(AT_FDCWD, path, X_OK, AT_EACCESS) < 0)
         return errno;
     struct statvfs vfs;
     if (statvfs(path, &vfs) == 0 && (vfs.f_flag & ST_NOEXEC))
@@ -82,8 +82,13 @@ static int inspect_elf(int fd, const unsigned char *buf, size_t len, const char 
         return ENOEXEC;
     Elf64_Ehdr eh;
     memcpy(&eh, buf, sizeof eh);
-    if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != HOST_MACHINE ||
-        (eh.e_type != ET_EXEC && eh.e_type != ET_DYN) ||
+    if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != HOST_MACHINE) {
+        /* The kernel may run it (32-bit emulation, binfmt_misc with
+         * qemu-user): exec decides, and gives its own error if not. */
+        *fallback = "not a native ELF program (another class or machine): exec decides";
+        return 0;
+    }
+    if ((eh.e_type != ET_EXEC && eh.e_type != ET_DYN) ||
         eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 || eh.e_phnum > 4096)
         return ENOEXEC;
     size_t sz = eh.e_phnum * sizeof(Elf64_Phdr);
@@ -191,8 +196,12 @@ void pspawn_program_free(struct program *p)
 
 static int same_file(const struct stat *a, const struct stat *b)
 {
+    /* Mode, owner and ctime too: a chmod (a-x, u+s) changes what exec
+     * would do without changing the contents. */
     return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
-           a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+           a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+           a->st_mode == b->st_mode && a->st_uid == b->st_uid && a->st_gid == b->st_gid &&
+           a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
 }
 
 int pspawn_program_changed(const struct program *p)
@@ -272,7 +281,7 @@ int pspawn_resolve(const char *file, char *const envp[], char *out, size_t outle
             }
             struct stat st;
             if (stat(out, &st) == 0) {
-                if (S_ISREG(st.st_mode) && access(out, X_OK) == 0)
+                if (S_ISREG(st.st_mode) && faccessat(AT_FDCWD, out, X_OK, AT_EACCESS) == 0)
                     return 0;
                 seen_eacces = 1;
             } else if (errno == EACCES) {

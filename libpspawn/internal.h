@@ -89,6 +89,7 @@ struct pspawn_zygote {
     int timeout_ms;
     uint32_t next_req;
     char **loader_env;      /* the zygote's LD_*, GLIBC_TUNABLES, MALLOC_* */
+    pid_t pgid, sid;        /* the zygote's process group and session */
 };
 
 /* The launcher's state at the time of a call, merged with an attribute

@@ -40,6 +40,13 @@
 #define PSPAWN_ENV_PRELOAD  "PSPAWN_ZYGOTE_LD_PRELOAD"   /* the user's, to restore */
 #define PSPAWN_ENV_BINDNOW  "PSPAWN_ZYGOTE_LD_BIND_NOW"  /* the user's, to restore */
 #define PSPAWN_ENV_FLOOR    "PSPAWN_FLOOR"
+/* The pid of the process that exec'd the zygote: a process that finds
+ * these variables but has another parent inherited them from a zygote's
+ * constructor (system(), popen()) and must not park. */
+#define PSPAWN_ENV_PARENT   "PSPAWN_ZYGOTE_PARENT"
+/* The state the zygote was exec'd with (see pspawn_base_format), so that it
+ * can tell what its constructors changed from what its caller changes. */
+#define PSPAWN_ENV_BASE     "PSPAWN_ZYGOTE_BASE"
 /* Stand-in mode: the zygote listens on an abstract socket, serves only
  * its user and callers that know the token, and forks tasks as its own
  * children, reporting each one's exit status to its stand-in. */
@@ -71,7 +78,12 @@ enum request_refusal {
     /* The caller runs under more seccomp filters than the zygote: a fork
      * of the zygote would escape them.  detail: the caller's count. */
     REFUSE_SECCOMP = 3,
+    /* A constructor changed what the caller changed too since the zygote
+     * started (exec would apply the constructor's change on top of the
+     * caller's): detail says what, CTOR_STATE_*. */
+    REFUSE_CTOR_STATE = 4,
 };
+enum { CTOR_STATE_UMASK = 1000, CTOR_STATE_NICE = 1001 };   /* or a resource */
 
 struct task_report {
     uint32_t req;           /* request id */

@@ -73,6 +73,8 @@ static struct {
     unsigned char nodemask[PSPAWN_NODEMASK_BYTES];
     int no_new_privs;
     int seccomp;            /* filters the zygote runs under */
+    struct pspawn_base base;    /* the state the zygote was exec'd with */
+    int have_base;
     struct wire_procstate proc;
     struct rlimit rl[RLIM_NLIMITS];
     unsigned char cpuset[PSPAWN_CPUSET_BYTES];
@@ -157,9 +159,78 @@ static int find_libc_start(struct dl_phdr_info *info, size_t size, void *data)
     return 1; /* the first object is the main program */
 }
 
+static void restore_env(void)
+{
+    static const char *const pairs[][2] = {
+        { "LD_PRELOAD", PSPAWN_ENV_PRELOAD },
+        { "LD_BIND_NOW", PSPAWN_ENV_BINDNOW },
+    };
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        const char *user = getenv(pairs[i][1]);
+        if (user)
+            setenv(pairs[i][0], user, 1);
+        else
+            unsetenv(pairs[i][0]);
+        unsetenv(pairs[i][1]);
+    }
+    unsetenv(PSPAWN_ENV_SOCK);
+    unsetenv(PSPAWN_ENV_REPORT);
+    unsetenv(PSPAWN_ENV_FLOOR);
+    unsetenv(PSPAWN_ENV_LISTEN);
+    unsetenv(PSPAWN_ENV_TOKEN);
+    unsetenv(PSPAWN_ENV_TASKS);
+    unsetenv(PSPAWN_ENV_PARENT);
+    unsetenv(PSPAWN_ENV_BASE);
+}
+
+static void record_base(void)
+{
+    const char *b = getenv(PSPAWN_ENV_BASE);
+    P.have_base = b && pspawn_base_parse(b, &P.base);
+}
+
+/* FD, named by a variable we inherited, is still the channel it names: a
+ * seqpacket socket made by PARENT (a socketpair's peer credentials are
+ * its creator's) or a pipe's write end. */
+static int is_channel(int fd, int sock, pid_t parent)
+{
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0)
+        return 0;
+    if (!sock)
+        return S_ISFIFO(st.st_mode) && (fcntl(fd, F_GETFL) & O_ACCMODE) == O_WRONLY;
+    int type = 0;
+    struct ucred peer;
+    socklen_t tl = sizeof type, pl = sizeof peer;
+    return S_ISSOCK(st.st_mode) &&
+           getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) == 0 && type == SOCK_SEQPACKET &&
+           getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &pl) == 0 && peer.pid == parent;
+}
+
+/* A program a zygote's constructor started (system(), popen(),
+ * posix_spawn()) inherits the zygote's variables and its channels, which
+ * are not close-on-exec until our constructor runs, after the other
+ * libraries' constructors.  It must not park: it lets go of the channels
+ * and runs as it would without us. */
+static int inherited_zygote_env(void)
+{
+    long parent, fd;
+    if (!env_int(PSPAWN_ENV_PARENT, &parent) || parent == (long)getppid())
+        return 0;
+    if (env_int(PSPAWN_ENV_SOCK, &fd) && is_channel((int)fd, 1, (pid_t)parent))
+        close((int)fd);
+    if (env_int(PSPAWN_ENV_REPORT, &fd) && is_channel((int)fd, 0, (pid_t)parent))
+        close((int)fd);
+    return 1;
+}
+
 __attribute__((constructor)) static void proxy_init(void)
 {
     long sock, report, floor;
+    if (inherited_zygote_env()) {
+        restore_env();
+        return;
+    }
     const char *listen_name = getenv(PSPAWN_ENV_LISTEN);
     if (listen_name && *listen_name && env_int(PSPAWN_ENV_SOCK, &sock)) {
         /* Stand-in mode: SOCK only says whether we parked. */
@@ -182,6 +253,14 @@ __attribute__((constructor)) static void proxy_init(void)
     }
     if (!P.active)
         return;
+    record_base();
+    /* From here on a program started by the executable's constructors
+     * sees neither our variables nor our channels. */
+    if (P.sock >= 0)
+        fcntl(P.sock, F_SETFD, FD_CLOEXEC);
+    if (P.report >= 0)
+        fcntl(P.report, F_SETFD, FD_CLOEXEC);
+    restore_env();
     int found = 0;
     dl_iterate_phdr(find_libc_start, &found);
     if (!found) {
@@ -189,28 +268,6 @@ __attribute__((constructor)) static void proxy_init(void)
             send_ready(ZYGOTE_NO_LIBC_START, 0);
         _exit(0);
     }
-}
-
-static void restore_env(void)
-{
-    static const char *const pairs[][2] = {
-        { "LD_PRELOAD", PSPAWN_ENV_PRELOAD },
-        { "LD_BIND_NOW", PSPAWN_ENV_BINDNOW },
-    };
-    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
-        const char *user = getenv(pairs[i][1]);
-        if (user)
-            setenv(pairs[i][0], user, 1);
-        else
-            unsetenv(pairs[i][0]);
-        unsetenv(pairs[i][1]);
-    }
-    unsetenv(PSPAWN_ENV_SOCK);
-    unsetenv(PSPAWN_ENV_REPORT);
-    unsetenv(PSPAWN_ENV_FLOOR);
-    unsetenv(PSPAWN_ENV_LISTEN);
-    unsetenv(PSPAWN_ENV_TOKEN);
-    unsetenv(PSPAWN_ENV_TASKS);
 }
 
 /* POSIX timers (timer_create) a constructor made: a fork does not keep
@@ -608,6 +665,21 @@ static unsigned procstate_flags(const struct wire_procstate *ps)
     return flags;
 }
 
+/* Whether a task must set one piece of state: exec gives it the caller's
+ * with the constructors' changes on top.  CALLER: the caller's differs
+ * from the zygote's start; CTOR: a constructor changed the zygote's;
+ * DIFFERS: the caller's differs from the zygote's now.  1: set the
+ * caller's; 0: keep the zygote's; -1: neither is what exec would give.
+ * Without the start state (an older launcher) the caller's wins. */
+static int ctor_state(int caller, int ctor, int differs)
+{
+    if (!P.have_base)
+        return differs;
+    if (!caller)
+        return 0;
+    return ctor ? -1 : 1;
+}
+
 /* Check a request and turn it into the setup every task of it starts
  * from.  CHAN are the caller's two channels, which tasks must not lose
  * during their fd shuffle.  Returns 0, or a request_refusal (detail in
@@ -642,7 +714,7 @@ static int parse_request(const char *base, size_t size, int *fds, int nfds, cons
     /* A fork of the zygote would run outside filters its caller is under
      * (fewer than the zygote's: a constructor installed them, as it would
      * after an exec). */
-    if (w->seccomp < 0 || w->seccomp > P.seccomp) {
+    if (w->seccomp < 0 || (P.have_base ? w->seccomp != P.base.seccomp : w->seccomp > P.seccomp)) {
         *detail = w->seccomp;
         return REFUSE_SECCOMP;
     }
@@ -654,16 +726,40 @@ static int parse_request(const char *base, size_t size, int *fds, int nfds, cons
         int r = wr[i].resource;
         if (r < 0 || r >= RLIM_NLIMITS)
             continue;
-        if (wr[i].cur != P.rl[r].rlim_cur || wr[i].max != P.rl[r].rlim_max)
+        int what = ctor_state(wr[i].cur != P.base.rl[r].rlim_cur ||
+                                  wr[i].max != P.base.rl[r].rlim_max,
+                              P.rl[r].rlim_cur != P.base.rl[r].rlim_cur ||
+                                  P.rl[r].rlim_max != P.base.rl[r].rlim_max,
+                              wr[i].cur != P.rl[r].rlim_cur || wr[i].max != P.rl[r].rlim_max);
+        if (what < 0) {
+            *detail = r;
+            return REFUSE_CTOR_STATE;
+        }
+        if (what)
             rl[nrl++] = wr[i];
     }
     unsigned flags = w->flags & (REQ_SETSID | REQ_SETPGROUP);
     if ((w->flags & REQ_CWD) && strcmp(base + w->cwd, P.cwd) != 0)
         flags |= REQ_CWD;
-    if ((w->flags & REQ_UMASK) && (mode_t)w->umask != P.umask)
-        flags |= REQ_UMASK;
-    if ((w->flags & REQ_NICE) && w->nice != P.nice)
-        flags |= REQ_NICE;
+    if (w->flags & REQ_UMASK) {
+        int what = ctor_state(w->umask != P.base.umask, P.umask != P.base.umask,
+                              (mode_t)w->umask != P.umask);
+        if (what < 0) {
+            *detail = CTOR_STATE_UMASK;
+            return REFUSE_CTOR_STATE;
+        }
+        if (what)
+            flags |= REQ_UMASK;
+    }
+    if (w->flags & REQ_NICE) {
+        int what = ctor_state(w->nice != P.base.nice, P.nice != P.base.nice, w->nice != P.nice);
+        if (what < 0) {
+            *detail = CTOR_STATE_NICE;
+            return REFUSE_CTOR_STATE;
+        }
+        if (what)
+            flags |= REQ_NICE;
+    }
     if ((w->flags & REQ_SCHED) &&
         (w->sched_policy != P.sched_policy || w->sched_priority != P.sched_priority))
         flags |= REQ_SCHED;
@@ -991,7 +1087,7 @@ static struct task_start serve_standin(void)
             /* Only our own user, on every connection. */
             if (cfd >= 0 && (S.n >= MAX_CLIENTS ||
                              getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &peer, &plen) < 0 ||
-                             peer.uid != getuid())) {
+                             peer.uid != geteuid())) {
                 close(cfd);
                 cfd = -1;
             }
@@ -1036,7 +1132,6 @@ static void run_floor(void)
 static int park_main(int argc, char **argv, char **envp)
 {
     (void)envp;
-    restore_env();
     int threads = count_threads();
     if (threads > 1) {
         if (P.sock >= 0)
@@ -1054,7 +1149,7 @@ static int park_main(int argc, char **argv, char **envp)
     struct ucred peer;
     socklen_t len = sizeof peer;
     if (P.sock >= 0 && (getsockopt(P.sock, SOL_SOCKET, SO_PEERCRED, &peer, &len) < 0 ||
-                        peer.uid != getuid()))
+                        peer.uid != geteuid()))
         _exit(1);
     record_parked_state();
     if (P.floor) {

@@ -51,6 +51,7 @@ struct batch {
     struct outstanding out[WINDOW];
     int nout;
     size_t next;
+    pid_t pgroup;           /* > 0: join this group (the caller's) */
 };
 
 static char *const *task_envp(const struct batch *b, size_t i)
@@ -153,6 +154,10 @@ static int send_request(struct batch *b)
     w->flags = c->flags;
     w->umask = c->umask;
     w->pgroup = c->pgroup;
+    if (b->pgroup > 0) {
+        w->flags |= REQ_SETPGROUP;
+        w->pgroup = b->pgroup;
+    }
     w->nice = c->nice;
     w->sched_policy = c->sched_policy;
     w->sched_priority = c->sched_priority;
@@ -300,6 +305,23 @@ static void take_report(struct batch *b, const struct task_report *r)
     set_go(o, (int)r->index, GO_RUN);
 }
 
+static const char *pspawn_ctor_state_name(int what)
+{
+    static const char *const rlimit_names[] = {
+        "RLIMIT_CPU", "RLIMIT_FSIZE", "RLIMIT_DATA", "RLIMIT_STACK", "RLIMIT_CORE",
+        "RLIMIT_RSS", "RLIMIT_NPROC", "RLIMIT_NOFILE", "RLIMIT_MEMLOCK", "RLIMIT_AS",
+        "RLIMIT_LOCKS", "RLIMIT_SIGPENDING", "RLIMIT_MSGQUEUE", "RLIMIT_NICE",
+        "RLIMIT_RTPRIO", "RLIMIT_RTTIME",
+    };
+    if (what == CTOR_STATE_UMASK)
+        return "umask";
+    if (what == CTOR_STATE_NICE)
+        return "nice value";
+    if (what >= 0 && what < (int)(sizeof rlimit_names / sizeof rlimit_names[0]))
+        return rlimit_names[what];
+    return "state";
+}
+
 /* Retire every request whose tasks all reported. */
 static void finish_requests(struct batch *b)
 {
@@ -317,6 +339,11 @@ static void finish_requests(struct batch *b)
                 /* Filters are never removed: this holds for every later call. */
                 pspawn_fallback(b->z, 1, "the caller runs under seccomp filters (%d) that the "
                                 "zygote does not: a fork of it would escape them", o->detail);
+            else if (o->refusal == REFUSE_CTOR_STATE)
+                pspawn_fallback(b->z, 0, "a constructor changed the program's %s, and so did "
+                                "the caller since the zygote started: exec would apply the "
+                                "constructor's change to the caller's",
+                                pspawn_ctor_state_name(o->detail));
             else
                 pspawn_fallback(b->z, 0, "zygote refused the request (code %d)", o->refusal);
         }
@@ -373,10 +400,17 @@ static void zygote_lost(struct batch *b, int kill_it, const char *why)
     for (;;) {
         struct pollfd pfd = { z->report_r, POLLIN, 0 };
         int left = (int)(deadline - pspawn_now_ms());
-        if (left <= 0 || poll(&pfd, 1, left) <= 0)
+        if (left <= 0)
+            break;
+        int pr = poll(&pfd, 1, left);
+        if (pr < 0 && errno == EINTR)
+            continue;   /* SIGCHLD of a cancelled task, say */
+        if (pr <= 0)
             break;
         struct task_report r;
         ssize_t got = read(z->report_r, &r, sizeof r);
+        if (got < 0 && errno == EINTR)
+            continue;
         if (got <= 0)
             break;
         /* Seen tasks never report twice: a late report is a cancelled task. */
@@ -520,6 +554,20 @@ int pspawn_run_vector(struct pspawn_zygote *z, pspawn_task_t *tasks, size_t n,
         pspawn_fallback(z, 1, "the caller's %s changed since the zygote started",
                         what ? what : "credentials (unreadable)");
         use_zygote = 0;
+    }
+    /* A task starts in its caller's process group and session, as after
+     * exec; a clone of the zygote starts in the zygote's, the caller's
+     * when the zygote started.  It can join a group of that session, not
+     * another session. */
+    if (use_zygote && !b.token && !(c->flags & (REQ_SETSID | REQ_SETPGROUP))) {
+        pid_t pg = getpgrp();
+        if (getsid(0) != z->sid) {
+            pspawn_fallback(z, 0, "the caller is in another session than when the zygote "
+                            "started: a clone of the zygote cannot join it");
+            use_zygote = 0;
+        } else if (pg != z->pgid) {
+            b.pgroup = pg;
+        }
     }
     /* Tasks mostly share one environment: compare each distinct one once. */
     char *const *seen = NULL;

@@ -89,21 +89,27 @@ static void __attribute__((noreturn)) exec_plain(const char *path, char **argv, 
 }
 
 /* Connect to NAME, served by our own user only (anyone can squat an
- * abstract name). */
+ * abstract name).  The connect does not block: a listener whose queue is
+ * full (another user's, that never accepts) would hold a blocking one
+ * for ever; EAGAIN is a failure the callers retry, within their limits. */
 static int connect_name(const char *name)
 {
     struct sockaddr_un a;
     int len = pspawn_abstract_addr(&a, name);
-    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    if (fd < 0 || len < 0)
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0 || len < 0) {
+        if (fd >= 0)
+            close(fd);
         return -1;
-    if (connect(fd, (struct sockaddr *)&a, (socklen_t)len) < 0) {
+    }
+    if (connect(fd, (struct sockaddr *)&a, (socklen_t)len) < 0 ||
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0) {
         close(fd);
         return -1;
     }
     struct ucred peer;
     socklen_t plen = sizeof peer;
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &plen) < 0 || peer.uid != getuid()) {
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &plen) < 0 || peer.uid != geteuid()) {
         say("%s is served by uid %d, not us: ignored", name, (int)peer.uid);
         close(fd);
         errno = EPERM;
@@ -172,7 +178,8 @@ static pid_t start_zygote(const char *path, char **argv, const char *name, const
     struct pollfd p = { rs[0], POLLIN, 0 };
     ssize_t got = poll(&p, 1, 120000) > 0 ? recv(rs[0], &ready, sizeof ready, 0) : -1;
     close(rs[0]);
-    if (got != (ssize_t)sizeof ready || ready.magic != PSPAWN_MAGIC || ready.status != ZYGOTE_PARKED) {
+    if (got != (ssize_t)sizeof ready || ready.magic != PSPAWN_MAGIC || ready.pid != (int32_t)pid ||
+        ready.status != ZYGOTE_PARKED) {
         char why[160] = "no answer from the zygote";
         if (got == (ssize_t)sizeof ready && ready.magic == PSPAWN_MAGIC)
             pspawn_zygote_refusal(why, sizeof why, (int)ready.status, ready.detail);
@@ -215,7 +222,8 @@ static int zygote_connection(const char *path, char **argv, const char *key, con
     }
     /* Someone else is starting it: wait until its lock closes (up to the
      * 120 s it gives the zygote), then poll (a lock that another user's
-     * process squats, or a listen queue that is full, is not waited on). */
+     * process squats, or a listen queue that is full, is not waited on:
+     * connect_name neither accepts the one nor blocks on the other). */
     int w = connect_name(lock);
     if (w >= 0) {
         struct pollfd p = { w, POLLIN, 0 };

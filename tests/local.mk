@@ -56,6 +56,24 @@ tests_textmap_CFLAGS = $(launched_cflags_common)
 tests_textmap_LDFLAGS = -no-install
 tests_textmap_LDADD = tests/libtiny.la
 
+# A program whose library's constructor starts a shell, lowers a limit or
+# sets a umask (ctor-state).
+check_LTLIBRARIES += tests/libctorlib.la
+tests_libctorlib_la_SOURCES = tests/ctorlib.c
+tests_libctorlib_la_CFLAGS = $(launched_cflags_common)
+tests_libctorlib_la_LDFLAGS = -rpath $(abs_builddir)/tests/.libs -avoid-version
+
+check_PROGRAMS += tests/ctors
+tests_ctors_SOURCES = tests/ctors.c
+tests_ctors_CFLAGS = $(launched_cflags_common)
+tests_ctors_LDFLAGS = -no-install
+tests_ctors_LDADD = tests/libctorlib.la
+
+check_PROGRAMS += tests/ctor-state
+tests_ctor_state_SOURCES = tests/ctor-state.c tests/tap.h
+tests_ctor_state_LDADD = libpspawn/libpspawn.la
+tests_ctor_state_LDFLAGS = $(driver_link_flags)
+
 check_PROGRAMS += tests/parity-api tests/children tests/fallback tests/errors tests/zygote-kill \
 	tests/soak
 
@@ -98,6 +116,7 @@ TESTS += \
 	tests/parity.sh \
 	tests/children \
 	tests/fallback \
+	tests/ctor-state \
 	tests/errors \
 	tests/cli-errors.sh \
 	tests/cli-exit.sh \

@@ -277,4 +277,37 @@ else
     skip "needs root (the mover is root's)" "zygote lost before the mover moved the held task"
 fi
 
+# 10. A process squats the step's socket name and never accepts, its listen
+#     queue full (another user's would pass no credential check either): a
+#     stand-in does not block on it; its task runs once, by exec.
+export PSPAWN_SHIM_KEY="$uid.$$.10" PSPAWN_SHIM_LOCAL_TASKS=1
+cat >"$tmp/squat.py" <<EOF
+import socket, time
+name = "\0pspawn-$PSPAWN_SHIM_KEY"
+l = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+l.bind(name)
+l.listen(0)
+fill = []
+for _ in range(4):
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    c.setblocking(False)
+    try:
+        c.connect(name)
+        fill.append(c)
+    except BlockingIOError:
+        break
+print("squatting", len(fill), flush=True)
+time.sleep(60)
+EOF
+/usr/bin/python3 "$tmp/squat.py" >"$tmp/squat10" 2>&1 &
+squatter=$!
+for _ in $(seq 100); do grep -q squatting "$tmp/squat10" 2>/dev/null && break; sleep 0.05; done
+PSPAWN_RANK=0 timeout 30 "$shim" "$task" exit 6 2>"$tmp/err10"
+rc=$?
+kill $squatter 2>/dev/null
+wait $squatter 2>/dev/null
+[ $rc = 6 ] && grep -q 'plain exec' "$tmp/err10"
+ok $? "the step's name squatted by a listener with a full queue: no hang, the task runs by exec (rc $rc)" ||
+    { diag_file "$tmp/err10" 6; diag_file "$tmp/squat10"; }
+
 tap_done
