@@ -237,6 +237,26 @@ int pspawn_mempolicy_get(int *mode, unsigned char *nodemask)
     return 0;
 }
 
+/* The value of FIELD ("Umask") in /proc/self/status, in BUF; NULL where
+ * the kernel does not give it. */
+static const char *status_field(const char *field, char *buf, size_t size)
+{
+    char text[4096], key[40];
+    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd < 0 ? -1 : read(fd, text, sizeof text - 1);
+    if (fd >= 0)
+        close(fd);
+    text[n < 0 ? 0 : n] = 0;
+    snprintf(key, sizeof key, "\n%s:", field);
+    const char *f = strstr(text, key);
+    if (!f)
+        return NULL;
+    for (f += strlen(key); *f == ' ' || *f == '\t'; f++)
+        ;
+    snprintf(buf, size, "%.*s", (int)strcspn(f, "\n"), f);
+    return buf;
+}
+
 int pspawn_seccomp_filters(void)
 {
     /* The common case, no filter, costs one system call. */
@@ -245,19 +265,8 @@ int pspawn_seccomp_filters(void)
         return 0;
     if (mode == 1)
         return -1;
-    char buf[4096];
-    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
-    if (fd >= 0)
-        close(fd);
-    buf[n < 0 ? 0 : n] = 0;
-    const char *f = strstr(buf, "\nSeccomp_filters:");
-    int count = 0;
-    if (f)
-        for (f += sizeof "\nSeccomp_filters:" - 1; *f == ' ' || *f == '\t'; f++)
-            ;
-    for (; f && *f >= '0' && *f <= '9'; f++)
-        count = count * 10 + (*f - '0');
+    char v[32];
+    int count = status_field("Seccomp_filters", v, sizeof v) ? atoi(v) : 0;
     return count > 0 ? count : 1;
 }
 
@@ -350,15 +359,9 @@ int pspawn_child_exec(void *arg)
 
 mode_t pspawn_umask_get(void)
 {
-    char buf[2048];
-    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
-    if (fd >= 0)
-        close(fd);
-    buf[n < 0 ? 0 : n] = 0;
-    const char *f = strstr(buf, "\nUmask:");
-    if (f)
-        return (mode_t)(strtoul(f + sizeof "\nUmask:" - 1, NULL, 8) & 0777);
+    char v[32];
+    if (status_field("Umask", v, sizeof v))
+        return (mode_t)(strtoul(v, NULL, 8) & 0777);
     mode_t old = umask(022);
     umask(old);
     return old;
