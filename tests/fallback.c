@@ -19,6 +19,7 @@
 #include <sys/syscall.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -418,16 +419,43 @@ enum { CR_ROOT, CR_GROUPS, CR_CAP, CR_BOUNDING, CR_AMBIENT };
  * -1 where it did not start. */
 static int task_has_net_raw(pspawn_context_t *ctx, const char *task)
 {
-    char *argv[] = { (char *)task, "wait", NULL };
-    char path[64], line[256];
+    char *argv[] = { (char *)task, "ready-wait", NULL };
+    char path[64], line[256], c;
     unsigned long long eff;
-    int has = -1;
+    int has = -1, p[2], rc;
     pid_t pid;
     FILE *f;
+    struct pollfd pfd;
 
-    if (ctx ? pspawn_ex(&pid, ctx, NULL, argv, NULL) != 0
-            : posix_spawn(&pid, task, NULL, NULL, argv, environ) != 0)
+    if (pipe2(p, O_CLOEXEC) < 0)
         return -1;
+    if (ctx) {
+        pspawn_attr_t attr;
+        pspawn_attr_init(&attr);
+        pspawn_attr_adddup2(&attr, p[1], 1);
+        rc = pspawn_ex(&pid, ctx, &attr, argv, NULL);
+        pspawn_attr_destroy(&attr);
+    } else {
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+        rc = posix_spawn(&pid, task, &fa, NULL, argv, environ);
+        posix_spawn_file_actions_destroy(&fa);
+    }
+    close(p[1]);
+    /* Read its capabilities once it is in main: a vfork-based spawn
+     * returns before exec has installed the new credentials. */
+    pfd = (struct pollfd){ p[0], POLLIN, 0 };
+    if (rc == 0 && (poll(&pfd, 1, 10000) != 1 || read(p[0], &c, 1) != 1))
+        rc = -1;
+    close(p[0]);
+    if (rc != 0) {
+        if (rc < 0) {
+            kill(pid, SIGKILL);
+            waitpid(pid, NULL, 0);
+        }
+        return -1;
+    }
     snprintf(path, sizeof path, "/proc/%ld/status", (long)pid);
     if ((f = fopen(path, "r"))) {
         while (fgets(line, sizeof line, f))

@@ -9,6 +9,7 @@
  *   task exit CODE             exit with CODE
  *   task raise SIGNUM          kill itself with signal SIGNUM
  *   task wait                  pause() until a signal ends it
+ *   task ready-wait            write "r" to stdout (so past exec), then pause()
  *   task hold MB SECONDS [CODE] touch MB megabytes of fresh memory, then
  *                              sleep SECONDS and exit CODE (default 0;
  *                              accounting tests)
@@ -158,6 +159,13 @@ int main(int argc, char **argv)
         return argc == 5 ? atoi(argv[4]) : 0;
     }
     if (strcmp(argv[1], "wait") == 0 && argc == 2) {
+        pause();
+        return 0;
+    }
+    if (strcmp(argv[1], "ready-wait") == 0 && argc == 2) {
+        /* In main, so past exec (and its change of credentials). */
+        if (write(1, "r", 1) != 1)
+            return 1;
         pause();
         return 0;
     }
