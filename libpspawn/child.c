@@ -371,7 +371,6 @@ void pspawn_base_get(struct pspawn_base *b)
 {
     memset(b, 0, sizeof *b);
     b->umask = pspawn_umask_get();
-    errno = 0;
     b->nice = getpriority(PRIO_PROCESS, 0);
     b->seccomp = pspawn_seccomp_filters();
     for (int r = 0; r < RLIM_NLIMITS; r++)

@@ -680,6 +680,11 @@ static int ctor_state(int caller, int ctor, int differs)
     return ctor ? -1 : 1;
 }
 
+static int rl_differs(uint64_t cur, uint64_t max, const struct rlimit *rl)
+{
+    return cur != rl->rlim_cur || max != rl->rlim_max;
+}
+
 /* Check a request and turn it into the setup every task of it starts
  * from.  CHAN are the caller's two channels, which tasks must not lose
  * during their fd shuffle.  Returns 0, or a request_refusal (detail in
@@ -726,11 +731,9 @@ static int parse_request(const char *base, size_t size, int *fds, int nfds, cons
         int r = wr[i].resource;
         if (r < 0 || r >= RLIM_NLIMITS)
             continue;
-        int what = ctor_state(wr[i].cur != P.base.rl[r].rlim_cur ||
-                                  wr[i].max != P.base.rl[r].rlim_max,
-                              P.rl[r].rlim_cur != P.base.rl[r].rlim_cur ||
-                                  P.rl[r].rlim_max != P.base.rl[r].rlim_max,
-                              wr[i].cur != P.rl[r].rlim_cur || wr[i].max != P.rl[r].rlim_max);
+        int what = ctor_state(rl_differs(wr[i].cur, wr[i].max, &P.base.rl[r]),
+                              rl_differs(P.rl[r].rlim_cur, P.rl[r].rlim_max, &P.base.rl[r]),
+                              rl_differs(wr[i].cur, wr[i].max, &P.rl[r]));
         if (what < 0) {
             *detail = r;
             return REFUSE_CTOR_STATE;
