@@ -1,21 +1,22 @@
 #!/usr/bin/env python3
 """Where the page faults of a zygote's tasks go.
 
-    bench/faults.py [-n N] [--proxy SO] -- PROG [ARGS]
+    bench/faults.py [-n N] [--floor SO] -- PROG [ARGS]
 
-Runs PROG once as the floor does (the proxy preloaded, LD_BIND_NOW=1,
+Runs PROG once as the floor does (bench/floor.c's library preloaded, LD_BIND_NOW=1,
 PSPAWN_FLOOR=N: the parked program forks N children itself, each runs main
 and exits), traces every page fault of those children with the kernel's
 exceptions:page_fault_user and page_fault_kernel events (tracefs; needs
 root), and prints the faults per task by kind (copy-on-write, or a page
 not mapped yet: read, write, instruction fetch) and by the zygote's mapping
-they fall in (the program, ld.so, libc, the proxy, other libraries, heap,
+they fall in (the program, ld.so, libc, the floor library, other libraries, heap,
 stack, anonymous memory, or a mapping the task made itself), with the code
 that faulted.  A task forked from a zygote shares every page with it:
 each page it writes costs a copy (`bench/forkcost GLOB --cow PAGES` times
 one here), each file page it runs or reads is mapped again on demand.
 
-The proxy is $PSPAWN_PROXY, else --proxy, else the installed one.
+The floor library is --floor, else $PSPAWN_FLOOR_LIB, else the one bench/run
+builds (_build/bench/bench/.libs/libpspawn-floor.so).
 """
 import argparse
 import bisect
@@ -49,11 +50,11 @@ def tr(path):
 class Maps:
     """The zygote's /proc/PID/maps, each range named by what it is."""
 
-    def __init__(self, text, prog, proxy):
+    def __init__(self, text, prog, floor):
         self.ranges = []
         files = set()
         prog = os.path.realpath(prog)
-        proxy = os.path.realpath(proxy)
+        floor = os.path.realpath(floor)
         for line in text.splitlines():
             f = line.split(None, 5)
             lo, hi = (int(x, 16) for x in f[0].split("-"))
@@ -61,8 +62,8 @@ class Maps:
             base = os.path.basename(path)
             if path == prog:
                 what = "the program"
-            elif path == proxy:
-                what = "the proxy"
+            elif path == floor:
+                what = "the floor library"
             elif base.startswith("ld-linux") or base.startswith("ld-musl"):
                 what = "ld.so"
             elif base.startswith("libc.so") or base.startswith("libc-"):
@@ -121,15 +122,17 @@ def children(pid):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-n", type=int, default=200, help="children (default 200)")
-    ap.add_argument("--proxy", default=os.environ.get(
-        "PSPAWN_PROXY", "/usr/local/lib/libpspawn/libpspawn-proxy.so"))
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap.add_argument("--floor", default=os.environ.get(
+        "PSPAWN_FLOOR_LIB", os.path.join(here, "..", "_build", "bench", "bench", ".libs",
+                                         "libpspawn-floor.so")))
     ap.add_argument("prog", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     argv = a.prog[1:] if a.prog[:1] == ["--"] else a.prog
     if not argv:
         ap.error("no program")
-    if not os.path.exists(a.proxy):
-        die(f"no proxy at {a.proxy} (set PSPAWN_PROXY or --proxy)")
+    if not os.path.exists(a.floor):
+        die(f"no floor library at {a.floor} (set PSPAWN_FLOOR_LIB or --floor)")
     if os.geteuid() != 0:
         die("needs root (tracefs)")
     if not os.path.isdir(os.path.join(TRACEFS, "events/exceptions")):
@@ -145,7 +148,7 @@ def main():
         saved[e + "/filter"] = tr(e + "/filter").strip()
     env = dict(os.environ)
     pre = env.get("LD_PRELOAD", "")
-    env.update(LD_PRELOAD=(pre + " " if pre else "") + a.proxy, LD_BIND_NOW="1",
+    env.update(LD_PRELOAD=(pre + " " if pre else "") + a.floor, LD_BIND_NOW="1",
                PSPAWN_FLOOR=str(a.n))
     try:
         tw("tracing_on", "0")
@@ -174,11 +177,11 @@ def main():
         tw("buffer_size_kb", saved["buffer_size_kb"])
         tw("tracing_on", saved["tracing_on"])
     if maps is None or "pspawn-floor:" not in err:
-        die(f"{argv[0]} did not park and fork (is the proxy preloadable?): {err.strip()[-300:]}")
+        die(f"{argv[0]} did not park and fork (is the floor library preloadable?): {err.strip()[-300:]}")
     kept = re.search(r"entries-in-buffer/entries-written: (\d+)/(\d+)", trace)
     if kept and kept.group(1) != kept.group(2):
         print("faults: the trace buffer overflowed: figures are low; try a smaller -n")
-    m = Maps(maps, argv[0], a.proxy)
+    m = Maps(maps, argv[0], a.floor)
     by = collections.Counter()
     total = collections.Counter()
     tasks = set()

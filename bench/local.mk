@@ -1,10 +1,25 @@
-# Launch benchmarks (issue 2); bench/run builds and runs them.
+# Launch benchmarks; bench/run builds and runs them.
 noinst_PROGRAMS += bench/spawnbench
 bench_spawnbench_SOURCES = bench/spawnbench.c
+bench_spawnbench_CPPFLAGS = $(AM_CPPFLAGS) \
+	-DPSPAWN_FLOOR_LIB_PATH='"$(abs_builddir)/bench/.libs/libpspawn-floor.so"'
 bench_spawnbench_LDADD = libpspawn/libpspawn.la
 # No libtool wrapper script: it would put LD_LIBRARY_PATH in the
 # environment of every task and slow down each exec'd one.
 bench_spawnbench_LDFLAGS = $(AM_LDFLAGS) -no-install
+# Where the CPU of a launch goes, process by process, and the model of
+# tasks/s at many cores from it (bench/fanout runs it).
+noinst_PROGRAMS += bench/fanbench
+bench_fanbench_SOURCES = bench/fanbench.c
+bench_fanbench_LDADD = libpspawn/libpspawn.la
+bench_fanbench_LDFLAGS = $(AM_LDFLAGS) -no-install
+# The floor: the parked program forking itself, no protocol (bench/floor.c).
+# -rpath makes libtool build it shared; it is never installed.
+noinst_LTLIBRARIES += bench/libpspawn-floor.la
+bench_libpspawn_floor_la_SOURCES = bench/floor.c
+bench_libpspawn_floor_la_CFLAGS = -std=c11 $(WARN_CFLAGS) -fvisibility=hidden
+bench_libpspawn_floor_la_LDFLAGS = -module -avoid-version -shared -rpath $(abs_builddir)/bench/.libs
+bench_libpspawn_floor_la_LIBADD = -ldl
 # Fork and exit alone, for a process with many libraries (bench/README.md).
 noinst_PROGRAMS += bench/forkcost
 bench_forkcost_SOURCES = bench/forkcost.c

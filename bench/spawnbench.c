@@ -29,8 +29,9 @@
  *                environment: its main forks N-1 copies of itself that run
  *                as launched tasks would, and waits for them (programs
  *                made by genlibs.py do; the one exec is included)
- *   floor        the program run once with the proxy preloaded,
- *                LD_BIND_NOW=1 and PSPAWN_FLOOR=N: the proxy forks N
+ *   floor        the program run once with bench/floor.c's library
+ *                (libpspawn-floor.so, independent of libpspawn) preloaded,
+ *                LD_BIND_NOW=1 and PSPAWN_FLOOR=N: it forks N
  *                children from the parked program with no protocol at all
  *                and reports the time it took (floor-warm, to compare with
  *                pspawn-warm); floor is the whole run, its one exec
@@ -65,6 +66,9 @@
 
 #ifndef PSPAWN_PROXY_PATH
 #error "build with -DPSPAWN_PROXY_PATH='\"<pkglibdir>/libpspawn-proxy.so\"'"
+#endif
+#ifndef PSPAWN_FLOOR_LIB_PATH
+#error "build with -DPSPAWN_FLOOR_LIB_PATH='\"<builddir>/bench/.libs/libpspawn-floor.so\"'"
 #endif
 
 extern char **environ;
@@ -336,9 +340,11 @@ static int run_vfork(const struct bench *b, double *total)
     return rc;
 }
 
-static const char *proxy_path(void)
+/* The floor's library: $PSPAWN_FLOOR_LIB, else the one built here. */
+static const char *floor_lib_path(void)
 {
-    return proxy_buf;
+    const char *p = getenv("PSPAWN_FLOOR_LIB");
+    return p && *p ? p : PSPAWN_FLOOR_LIB_PATH;
 }
 
 /* ENV with NAME=VALUE (a full "NAME=VALUE" string) added, or replacing
@@ -395,7 +401,7 @@ static int run_pfork(const struct bench *b, double *total)
 }
 
 
-/* The floor's environment: ours, with the proxy preloaded and told to fork
+/* The floor's environment: ours, with the floor preloaded and told to fork
  * N children itself, and LD_BIND_NOW=1 as libpspawn gives its zygote, so
  * that the floor's children start from the same pre-bound state as tasks. */
 struct floor_env {
@@ -404,7 +410,7 @@ struct floor_env {
     char count[32];
 };
 
-static int floor_env_init(struct floor_env *fe, const char *proxy, int n)
+static int floor_env_init(struct floor_env *fe, const char *lib, int n)
 {
     size_t count = 0;
     while (environ[count])
@@ -423,7 +429,7 @@ static int floor_env_init(struct floor_env *fe, const char *proxy, int n)
     }
     /* As libpspawn does for its zygote: the user's preloads first. */
     int len = snprintf(fe->preload, sizeof fe->preload, "LD_PRELOAD=%s%s%s",
-                       user_preload, *user_preload ? " " : "", proxy);
+                       user_preload, *user_preload ? " " : "", lib);
     if (len < 0 || (size_t)len >= sizeof fe->preload) {
         free(fe->envp);
         return ENAMETOOLONG;
@@ -485,20 +491,20 @@ static int parse_floor(char *out, int n, long long *total_ns)
     }
     if (!found)
         fprintf(stderr, "spawnbench: floor: no 'pspawn-floor:' line on the "
-                "program's stderr (does the proxy support PSPAWN_FLOOR?)\n");
+                "program's stderr (is PSPAWN_FLOOR_LIB the floor's library?)\n");
     return found ? 0 : -1;
 }
 
 static int run_floor(const struct bench *b, double *total, double *warm)
 {
-    const char *proxy = proxy_path();
-    if (access(proxy, R_OK) != 0) {
-        fprintf(stderr, "spawnbench: floor: proxy %s: %s (set PSPAWN_PROXY)\n",
-                proxy, strerror(errno));
+    const char *lib = floor_lib_path();
+    if (access(lib, R_OK) != 0) {
+        fprintf(stderr, "spawnbench: floor: %s: %s (set PSPAWN_FLOOR_LIB)\n",
+                lib, strerror(errno));
         return -1;
     }
     struct floor_env fe;
-    int err = floor_env_init(&fe, proxy, b->n);
+    int err = floor_env_init(&fe, lib, b->n);
     if (err) {
         fprintf(stderr, "spawnbench: floor: %s\n", strerror(err));
         return -1;
@@ -621,8 +627,8 @@ static void usage(FILE *f)
             "scheme,n,repeat,total_s,per_task_ms\n"
             "  -q          no progress on stderr\n"
             "Prints CSV on stdout: scheme,n,total_s,per_task_ms\n"
-            "The floor scheme preloads $PSPAWN_PROXY, else %s\n",
-            PSPAWN_PROXY_PATH);
+            "The floor scheme preloads $PSPAWN_FLOOR_LIB, else %s\n",
+            PSPAWN_FLOOR_LIB_PATH);
 }
 
 static int parse_int(const char *s, int lo, int hi, int *out)

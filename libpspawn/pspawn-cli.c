@@ -41,6 +41,7 @@ static struct {
     int label;
     double timeout;
     int verbose;
+    char *options;          /* --options, with --fanout merged in */
 } opt = { .n = 1 };
 
 static int sigpipe_fds[2] = { -1, -1 };
@@ -59,7 +60,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: %s [-n N] [--bind none|core|LIST] [--env K=V]... [--exec] [--label]\n"
-            "          [--timeout S] [-v] [--] PROG [ARGS...]\n"
+            "          [--fanout MODE] [--options LIST] [--timeout S] [-v] [--] PROG [ARGS...]\n"
             "Launch N instances of PROG by forking one parked, already-loaded copy of it.\n\n"
             "  -n, --ntasks N      number of tasks (default 1)\n"
             "  -b, --bind MODE     none (default), core (rank r on the r-th allowed CPU),\n"
@@ -67,6 +68,10 @@ static void usage(FILE *f)
             "  -e, --env K=V       set K=V in every task (repeatable)\n"
             "  -x, --exec          plain exec per task (the reference; no zygote)\n"
             "  -l, --label         prefix every output line with the task's rank\n"
+            "  -f, --fanout MODE   zygotes that fork the tasks: auto (default), none, numa,\n"
+            "                      l3, package, core, or N cores per zygote (pspawn(1))\n"
+            "  -o, --options LIST  libpspawn's options: fanout=MODE,subzygote=exec|fork|\n"
+            "                      replicate|cgroup,start=eager|lazy,cgroup=DIR (pspawn(3))\n"
             "  -t, --timeout S     terminate the tasks after S seconds (exit 124)\n"
             "  -v, --verbose       print the launch time and the path used\n"
             "  -h, --help          this help\n"
@@ -76,6 +81,49 @@ static void usage(FILE *f)
             "is not found, 126 if it cannot be executed, 124 on timeout, 2 on usage errors.\n"
             "PSPAWN_DEBUG=1 prints why a task fell back to exec.  See pspawn(1).\n",
             progname);
+}
+
+/* Append PREFIX VALUE to the options, checked as libpspawn reads them. */
+static int add_options(const char *prefix, const char *value)
+{
+    char *item, msg[256];
+    if (asprintf(&item, "%s%s", prefix, value) < 0)
+        return -1;
+    if (pspawn_options_check(item, msg, sizeof msg) != 0) {
+        fprintf(stderr, "%s: invalid %s'%s': %s\n", progname, *prefix ? "--fanout " : "--options ",
+                value, msg);
+        free(item);
+        return -1;
+    }
+    char *all = item;
+    if (opt.options && asprintf(&all, "%s,%s", opt.options, item) < 0)
+        all = NULL;
+    if (all != item)
+        free(item);
+    free(opt.options);
+    opt.options = all;
+    return all ? 0 : -1;
+}
+
+/* -v: the zygotes and what each served. */
+static void print_zygotes(const pspawn_context_t *ctx)
+{
+    pspawn_zygote_info_t z[64];
+    size_t n = pspawn_context_zygotes(ctx, z, 64);
+    if (pspawn_context_topology(ctx))
+        fprintf(stderr, "%s: %s\n", progname, pspawn_context_topology(ctx));
+    for (size_t i = 0; i < n && i < 64; i++) {
+        char cpus[256] = "";
+        size_t k = 0;
+        for (int c = 0; c < CPU_SETSIZE && k + 16 < sizeof cpus; c++)
+            if (CPU_ISSET(c, &z[i].cpus))
+                k += (size_t)snprintf(cpus + k, sizeof cpus - k, "%s%d", k ? "," : "", c);
+        fprintf(stderr, "%s:   %s %d: pid %ld, CPUs %s, node %d, %lu tasks (%s)\n", progname,
+                i ? "sub-zygote" : "zygote", z[i].group, (long)z[i].pid, cpus, z[i].node,
+                z[i].tasks, z[i].state);
+    }
+    if (n > 64)
+        fprintf(stderr, "%s:   (%zu more)\n", progname, n - 64);
 }
 
 static int parse_cpu_list(const char *s, int **out, int *n)
@@ -381,6 +429,8 @@ int main(int argc, char **argv)
         { "env", required_argument, NULL, 'e' },
         { "exec", no_argument, NULL, 'x' },
         { "label", no_argument, NULL, 'l' },
+        { "fanout", required_argument, NULL, 'f' },
+        { "options", required_argument, NULL, 'o' },
         { "timeout", required_argument, NULL, 't' },
         { "verbose", no_argument, NULL, 'v' },
         { "help", no_argument, NULL, 'h' },
@@ -389,7 +439,7 @@ int main(int argc, char **argv)
     };
     int c;
     opt.extra_env = calloc((size_t)argc, sizeof(char *));
-    while ((c = getopt_long(argc, argv, "+n:b:e:xlt:vhV", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+n:b:e:xlf:o:t:vhV", longopts, NULL)) != -1) {
         char *end;
         switch (c) {
         case 'n': {
@@ -423,6 +473,11 @@ int main(int argc, char **argv)
             break;
         case 'x': opt.force_exec = 1; break;
         case 'l': opt.label = 1; break;
+        case 'f':
+        case 'o':
+            if (add_options(c == 'f' ? "fanout=" : "", optarg) != 0)
+                return 2;
+            break;
         case 't':
             opt.timeout = strtod(optarg, &end);
             if (*end || opt.timeout <= 0) {
@@ -446,6 +501,7 @@ int main(int argc, char **argv)
     if (err) {
         fprintf(stderr, "%s: %s: %s\n", progname, targv[0], strerror(err));
         free(opt.extra_env);
+        free(opt.options);
         free(opt.bind_list);
         return err == ENOENT ? 127 : 126;
     }
@@ -486,13 +542,14 @@ int main(int argc, char **argv)
         /* The zygote gets the tasks' environment, --env included, so
          * that their loader variables are its own. */
         char **env0 = task_env(0);
-        err = env0 ? pspawn_context_create_ex(&ctx, path, -1, env0) : ENOMEM;
+        err = env0 ? pspawn_context_create_opts(&ctx, path, env0, opt.options) : ENOMEM;
         if (env0)
             free_task_env(env0);
         if (err) {
             fprintf(stderr, "%s: %s: %s\n", progname, targv[0], strerror(err));
             free(tasks);
             free(opt.extra_env);
+            free(opt.options);
             free(opt.bind_list);
             return err == ENOENT ? 127 : 126;
         }
@@ -500,6 +557,8 @@ int main(int argc, char **argv)
     pid_t pgid = 0;
     err = launch(&ctx, path, targv, tasks, &pgid);
     int used_zygote = !opt.force_exec && pspawn_context_uses_zygote(&ctx);
+    if (opt.verbose && !opt.force_exec)
+        print_zygotes(&ctx);
     if (!opt.force_exec && pspawn_context_reason(&ctx))
         snprintf(reason, sizeof reason, "%s", pspawn_context_reason(&ctx));
     /* Every task is our child: the zygote has nothing left to do. */
@@ -597,6 +656,7 @@ int main(int argc, char **argv)
     free(tasks);
     free(pfd);
     free(opt.extra_env);
+    free(opt.options);
     free(opt.bind_list);
     if (err)
         return err == ENOENT ? 127 : 126;

@@ -76,9 +76,43 @@ int pspawn_context_create(pspawn_context_t *ctx, const char *path, int core);
 int pspawn_context_create_ex(pspawn_context_t *ctx, const char *path, int core,
                              char *const envp[]);
 
-/* Stop the zygote (it has no tasks: every task is the caller's child and
- * keeps running) and free the context.  Safe on a context whose creation
- * failed or that was already destroyed. */
+/* The same, with OPTIONS: a comma-separated list of KEY=VALUE (NULL or
+ * "": the defaults), the syntax every front door shares (pspawn --pspawn,
+ * srun --pspawn, the ODLS component's odls_pspawn_options):
+ *
+ *   fanout=auto|none|numa|l3|package|core|N
+ *       one zygote serving every task, or the root zygote plus a
+ *       sub-zygote per NUMA node, L3 cache, package, core, or N cores,
+ *       each pinned to its CPUs and taking its memory from its node; a
+ *       task goes to the one whose CPUs its binding falls in, unbound
+ *       tasks are spread over all.  The CPUs are the caller's (its affinity
+ *       and cgroup; HWLOC_XMLFILE and HWLOC_SYNTHETIC give a fake
+ *       topology, whose CPUs are then never bound).  auto (the default):
+ *       groups of a few cores within each NUMA node and L3 cache, none on
+ *       a machine of three cores or fewer.
+ *   subzygote=exec|fork|replicate|cgroup
+ *       sub-zygotes exec'd of their own (the default), forked from the
+ *       root, exec'd on copies of the libraries made on their own node
+ *       (PSPAWN_REPLICA_DIR, default /dev/shm, removed with them), or that
+ *       in a cpuset cgroup of their group (needs cgroup=DIR: a cgroup v2
+ *       directory with the cpuset controller for its children, that the
+ *       caller may write; tasks are made in the caller's own cgroup).
+ *   start=eager|lazy
+ *       sub-zygotes made now (and waited for), or at their first task.
+ *   on, off, auto: accepted and ignored (front doors' words).
+ *
+ * EINVAL for options that do not parse (pspawn_options_check says why);
+ * otherwise as pspawn_context_create_ex, with no pinning of the root. */
+int pspawn_context_create_opts(pspawn_context_t *ctx, const char *path,
+                               char *const envp[], const char *options);
+
+/* Whether OPTIONS parse: 0, or EINVAL with a sentence naming what is wrong
+ * in MSG (SIZE bytes, always terminated). */
+int pspawn_options_check(const char *options, char *msg, size_t size);
+
+/* Stop every zygote of the context (they have no tasks: every task is the
+ * caller's child and keeps running) and free the context.  Safe on a
+ * context whose creation failed or that was already destroyed. */
 void pspawn_context_destroy(pspawn_context_t *ctx);
 
 /* Why the last spawn on CTX (or the context itself) used a plain exec, as
@@ -90,8 +124,34 @@ const char *pspawn_context_reason(const pspawn_context_t *ctx);
  * fallen back to exec for good (see pspawn_context_reason()). */
 int pspawn_context_uses_zygote(const pspawn_context_t *ctx);
 
-/* Pid of the zygote, or -1 when there is none. */
+/* Pid of the root zygote, or -1 when there is none. */
 pid_t pspawn_context_zygote_pid(const pspawn_context_t *ctx);
+
+/* The zygotes of a context: the root and, with fan-out, its sub-zygotes.
+ * Each is the caller's child (created with CLONE_PARENT), as every task
+ * is: a caller that reaps with waitpid(-1) sees them only when they exit
+ * (at destroy, or when one dies), and can tell them from its tasks with
+ * pspawn_context_owns(). */
+typedef struct pspawn_zygote_info {
+    pid_t pid;              /* -1 when it is not running */
+    int group;              /* 0 for the root; its group otherwise */
+    cpu_set_t cpus;         /* the CPUs it serves (and is bound to) */
+    int node;               /* the NUMA node its memory comes from, or -1 */
+    unsigned long tasks;    /* tasks it created */
+    const char *state;      /* "serving", "starting", "not started", or why
+                             * it stopped serving; valid until the next call */
+} pspawn_zygote_info_t;
+
+/* Fill INFO[0..N) with the first N zygotes of CTX, the root first;
+ * returns how many the context has (which may be more than N). */
+size_t pspawn_context_zygotes(const pspawn_context_t *ctx, pspawn_zygote_info_t *info,
+                              size_t n);
+
+/* Whether PID is one of the context's zygotes (1) or not (0). */
+int pspawn_context_owns(const pspawn_context_t *ctx, pid_t pid);
+
+/* How the context split the CPUs among its zygotes, as a sentence. */
+const char *pspawn_context_topology(const pspawn_context_t *ctx);
 
 /* How long to wait for the zygote to make progress before it is declared
  * hung, killed, and the requests in flight retried by exec.  Default 10000

@@ -23,5 +23,6 @@ prte_plugin_prte_mca_odls_pspawn_la_CPPFLAGS = $(AM_CPPFLAGS) $(PRRTE_CPPFLAGS) 
 prte_plugin_prte_mca_odls_pspawn_la_CFLAGS = -std=gnu11 $(WARN_CFLAGS)
 prte_plugin_prte_mca_odls_pspawn_la_LDFLAGS = -module -avoid-version -shared \
 	-export-symbols-regex '^prte_mca_odls_pspawn_component$$'
-prte_plugin_prte_mca_odls_pspawn_la_LIBADD = libpspawn/libpspawn.la $(PRRTE_LIBS) $(HWLOC_LIBS)
+prte_plugin_prte_mca_odls_pspawn_la_LIBADD = libpspawn/libpspawn.la libpspawn/libpspawn-wire.la \
+	$(PRRTE_LIBS) $(HWLOC_LIBS)
 endif

@@ -5,6 +5,11 @@
  * pspawn` or PRTE_MCA_odls=pspawn; its priority (odls_pspawn_priority,
  * default 5) is below the default component's 10, so it is never picked
  * unless asked for or raised by the site.
+ *
+ * MCA parameters: odls_pspawn_fanout (auto, none, numa, l3, package, core,
+ * or N cores per zygote) and odls_pspawn_options (libpspawn's options,
+ * comma-separated: fanout=, subzygote=, start=, cgroup=), e.g.
+ * `mpirun --mca odls pspawn --mca odls_pspawn_fanout l3`.
  */
 #ifndef PRTE_ODLS_PSPAWN_H
 #define PRTE_ODLS_PSPAWN_H
@@ -17,6 +22,10 @@
 typedef struct {
     prte_odls_base_component_t super;
     int priority;
+    /* odls_pspawn_fanout and odls_pspawn_options: libpspawn's options
+     * (pspawn(3), pspawn_context_create_opts), fanout=FANOUT first. */
+    char *fanout;
+    char *options;
 } prte_odls_pspawn_component_t;
 
 extern prte_odls_pspawn_component_t prte_mca_odls_pspawn_component;

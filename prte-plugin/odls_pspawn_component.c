@@ -38,6 +38,19 @@ static int pspawn_register(void)
         "pspawn is used when selected with --mca odls pspawn, or when a site "
         "raises this above 10)",
         PMIX_MCA_BASE_VAR_TYPE_INT, &prte_mca_odls_pspawn_component.priority);
+    prte_mca_odls_pspawn_component.fanout = "auto";
+    (void)pmix_mca_base_component_var_register(
+        c, "fanout",
+        "How the node's CPUs are split among forking zygotes: auto (a zygote per few cores "
+        "within each NUMA node and L3 cache where the node has more than 3 cores), none (one "
+        "zygote), numa, l3, package, core, or a number of cores per zygote",
+        PMIX_MCA_BASE_VAR_TYPE_STRING, &prte_mca_odls_pspawn_component.fanout);
+    prte_mca_odls_pspawn_component.options = "";
+    (void)pmix_mca_base_component_var_register(
+        c, "options",
+        "libpspawn's options, comma-separated, after the fanout parameter: fanout=MODE, "
+        "subzygote=exec|fork|replicate|cgroup, start=eager|lazy, cgroup=DIR (pspawn(3))",
+        PMIX_MCA_BASE_VAR_TYPE_STRING, &prte_mca_odls_pspawn_component.options);
     return PRTE_SUCCESS;
 }
 

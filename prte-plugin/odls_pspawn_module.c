@@ -38,6 +38,7 @@
 #include <hwloc.h>
 #include <hwloc/glibc-sched.h>
 
+#include "procfs.h"
 #include "pspawn.h"
 
 #include "src/hwloc/hwloc-internal.h"
@@ -139,16 +140,30 @@ static struct zygote *zygote_for(prte_odls_spawn_caddy_t *cd, const pmix_nspace_
     z->cmd = cmd;
     PMIX_LOAD_NSPACE(z->job, job);
     /* The zygote runs the constructors once, with the environment of the
-     * first rank: the ranks' loader variables are the same as its own. */
-    z->err = pspawn_context_create_ex(&z->ctx, cmd, -1, cd->env);
+     * first rank: the ranks' loader variables are the same as its own.
+     * Options that do not parse are said once, and the ranks not started. */
+    char *options = NULL, msg[256];
+    const char *fanout = prte_mca_odls_pspawn_component.fanout;
+    const char *more = prte_mca_odls_pspawn_component.options;
+    if (pmix_asprintf(&options, "fanout=%s%s%s", NULL != fanout && '\0' != fanout[0] ? fanout : "auto",
+                      NULL != more && '\0' != more[0] ? "," : "", NULL != more ? more : "") < 0)
+        options = NULL;
+    if (NULL != options && 0 != pspawn_options_check(options, msg, sizeof msg)) {
+        pmix_output(0, "%s odls:pspawn: MCA parameters odls_pspawn_fanout and "
+                    "odls_pspawn_options: %s", PRTE_NAME_PRINT(PRTE_PROC_MY_NAME), msg);
+        z->err = EINVAL;
+    } else {
+        z->err = NULL == options ? ENOMEM : pspawn_context_create_opts(&z->ctx, cmd, cd->env, options);
+    }
+    free(options);
     nzygotes++;
     if (z->err) {
         VERBOSE(2, "%s odls:pspawn: %s: %s", PRTE_NAME_PRINT(PRTE_PROC_MY_NAME), cmd,
                 strerror(z->err));
     } else if (pspawn_context_uses_zygote(&z->ctx)) {
-        VERBOSE(2, "%s odls:pspawn: zygote of %s for job %s is pid %ld",
+        VERBOSE(2, "%s odls:pspawn: zygote of %s for job %s is pid %ld (%s)",
                 PRTE_NAME_PRINT(PRTE_PROC_MY_NAME), cmd, job,
-                (long)pspawn_context_zygote_pid(&z->ctx));
+                (long)pspawn_context_zygote_pid(&z->ctx), pspawn_context_topology(&z->ctx));
     } else {
         VERBOSE(1, "%s odls:pspawn: %s: every rank by exec: %s",
                 PRTE_NAME_PRINT(PRTE_PROC_MY_NAME), cmd,
@@ -437,22 +452,11 @@ static int stop_on_exec(const prte_odls_spawn_caddy_t *cd)
 }
 
 #if PRTE_HAVE_STOP_ON_EXEC
-/* PID's state letter from /proc/PID/stat ('t': stopped by its tracer), or
- * 0 once it is gone. */
+/* PID's state letter ('t': stopped by its tracer), or 0 once it is gone. */
 static char proc_state(pid_t pid)
 {
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
-    const char *paren = strrchr(buf, ')');
-    return NULL != paren && ' ' == paren[1] ? paren[2] : 0;
+    unsigned long long state;
+    return 0 == pspawn_proc_stat(pid, 3, 3, &state) ? (char)state : 0;
 }
 #endif
 

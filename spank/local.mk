@@ -11,7 +11,7 @@ spank_plugin_sources = \
 	spank/pspawn_spank.c spank/pspawn_spank.h \
 	spank/pspawn_srun.c spank/pspawn_slurmstepd.c \
 	spank/pspawn_config.c spank/pspawn_config.h \
-	spank/pspawn_cgroup.c spank/pspawn_cgroup.h spank/pspawn_mover.c
+	spank/pspawn_cgroup.h spank/pspawn_mover.c
 
 # Also in the tarball of a build without Slurm.
 EXTRA_DIST += $(spank_plugin_sources) spank/test-config.c spank/test-plugin.c \
@@ -29,18 +29,21 @@ spank_spank_pspawn_la_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS) \
 spank_spank_pspawn_la_CFLAGS = -std=c11 -pthread $(WARN_CFLAGS)
 spank_spank_pspawn_la_LDFLAGS = -module -avoid-version -shared \
 	-pthread -export-symbols-regex '^(plugin_|spank_plugin_version|slurm_spank_)'
+spank_spank_pspawn_la_LIBADD = libpspawn/libpspawn-wire.la
 
 # The parser, with no Slurm at all.
 check_PROGRAMS += spank/test-config
 TESTS += spank/test-config
 spank_test_config_SOURCES = spank/test-config.c spank/pspawn_config.c spank/pspawn_config.h
+spank_test_config_LDADD = libpspawn/libpspawn-wire.la
 spank_test_config_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests \
 	-DPSPAWN_SHIM_PATH='"/test/pspawn-shim"'
 
 # Which cgroup.procs files the mover writes, from /proc text.
 check_PROGRAMS += spank/test-cgroup
 TESTS += spank/test-cgroup
-spank_test_cgroup_SOURCES = spank/test-cgroup.c spank/pspawn_cgroup.c spank/pspawn_cgroup.h
+spank_test_cgroup_SOURCES = spank/test-cgroup.c spank/pspawn_cgroup.h
+spank_test_cgroup_LDADD = libpspawn/libpspawn-wire.la
 spank_test_cgroup_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests
 
 # The built plugin in a fake slurmstepd that defines the SPANK calls.
@@ -50,5 +53,6 @@ spank_test_plugin_SOURCES = spank/test-plugin.c
 spank_test_plugin_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS) -I$(top_srcdir)/tests \
 	-DPLUGIN_PATH='"$(abs_top_builddir)/spank/.libs/spank_pspawn.so"'
 spank_test_plugin_LDFLAGS = $(AM_LDFLAGS) -export-dynamic -no-install
+spank_test_plugin_LDADD = libpspawn/libpspawn-wire.la
 spank_test_plugin_DEPENDENCIES = spank/spank_pspawn.la
 endif

@@ -17,6 +17,7 @@
  *   PSPAWN_SHIM_SIGNALS    auto|yes|no: relay signals to the task
  *   PSPAWN_SHIM_PROCTRACK  Slurm's ProctrackType (for signals=auto)
  *   PSPAWN_SHIM_DEBUG      1: say what happens on stderr
+ *   PSPAWN_SHIM_OPTIONS    the step's libpspawn options (fanout=...)
  *   PSPAWN_SHIM_ARGV0      the task's argv[0] when the plugin replaced it
  *                          in place (Slurm < 23.02.5)
  *   PSPAWN_SHIM_MOVER      the step's mover in slurmstepd: the task is held
@@ -51,6 +52,7 @@
 #include "internal.h"
 #include "protocol.h"
 #include "pspawn_cgroup.h"
+#include "unixsock.h"
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
@@ -88,172 +90,10 @@ static void __attribute__((noreturn)) exec_plain(const char *path, char **argv, 
     _exit(e);
 }
 
-/* Connect to NAME, served by our own user only (anyone can squat an
- * abstract name).  The connect does not block: a listener whose queue is
- * full (another user's, that never accepts) would hold a blocking one
- * for ever; EAGAIN is a failure the callers retry, within their limits. */
-static int connect_name(const char *name)
+/* The library's stand-in client says what happens through this. */
+static void log_line(const char *msg)
 {
-    struct sockaddr_un a;
-    int len = pspawn_abstract_addr(&a, name);
-    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0 || len < 0) {
-        if (fd >= 0)
-            close(fd);
-        return -1;
-    }
-    if (connect(fd, (struct sockaddr *)&a, (socklen_t)len) < 0 ||
-        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0) {
-        close(fd);
-        return -1;
-    }
-    struct ucred peer;
-    socklen_t plen = sizeof peer;
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &plen) < 0 || peer.uid != geteuid()) {
-        say("%s is served by uid %d, not us: ignored", name, (int)peer.uid);
-        close(fd);
-        errno = EPERM;
-        return -1;
-    }
-    return fd;
-}
-
-static int bind_name(const char *name, int do_listen)
-{
-    struct sockaddr_un a;
-    int len = pspawn_abstract_addr(&a, name);
-    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    if (fd < 0 || len < 0)
-        return -1;
-    if (bind(fd, (struct sockaddr *)&a, (socklen_t)len) < 0 || (do_listen && listen(fd, SOMAXCONN) < 0)) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-/* Start the zygote as our child, with /dev/null as its stdio (it must
- * not hold our task's pipes open), and wait until it parked. */
-static pid_t start_zygote(const char *path, char **argv, const char *name, const char *token,
-                          const char *local_tasks)
-{
-    int rs[2];
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, rs) < 0)
-        return -1;
-    char listen_var[256], token_var[128], tasks_var[64];
-    snprintf(listen_var, sizeof listen_var, PSPAWN_ENV_LISTEN "=%s", name);
-    snprintf(token_var, sizeof token_var, PSPAWN_ENV_TOKEN "=%s", token);
-    snprintf(tasks_var, sizeof tasks_var, PSPAWN_ENV_TASKS "=%s", local_tasks ? local_tasks : "0");
-    const char *const extra[] = { listen_var, token_var, tasks_var, PSPAWN_ENV_SOCK "=3", NULL };
-    char **env = pspawn_zygote_environ(extra, NULL);
-    if (!env) {
-        close(rs[0]);
-        close(rs[1]);
-        return -1;
-    }
-    char *zargv[] = { (char *)path, NULL };
-    (void)argv;
-    pid_t pid = fork();
-    if (pid == 0) {
-        int null = open("/dev/null", O_RDWR);
-        dup2(null, 0);
-        dup2(null, 1);
-        dup2(null, 2);
-        dup2(rs[1], 3);
-        int keep[4] = { 0, 1, 2, 3 };
-        pspawn_child_close_others(keep, 4);
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        execve(path, zargv, env);
-        _exit(127);
-    }
-    pspawn_free_environ(env);
-    close(rs[1]);
-    if (pid < 0) {
-        close(rs[0]);
-        return -1;
-    }
-    struct zygote_ready ready;
-    struct pollfd p = { rs[0], POLLIN, 0 };
-    ssize_t got = poll(&p, 1, 120000) > 0 ? recv(rs[0], &ready, sizeof ready, 0) : -1;
-    close(rs[0]);
-    if (got != (ssize_t)sizeof ready || ready.magic != PSPAWN_MAGIC || ready.pid != (int32_t)pid ||
-        ready.status != ZYGOTE_PARKED) {
-        char why[160] = "no answer from the zygote";
-        if (got == (ssize_t)sizeof ready && ready.magic == PSPAWN_MAGIC)
-            pspawn_zygote_refusal(why, sizeof why, (int)ready.status, ready.detail);
-        say("zygote did not park: %s", why);
-        kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
-        return -1;
-    }
-    return pid;
-}
-
-/* The step's zygote on this node: connect, or start it if we are first.
- * *ZPID is set when we started it. */
-static int zygote_connection(const char *path, char **argv, const char *key, const char *token,
-                             const char *local_tasks, pid_t *zpid, int *fail_fd)
-{
-    char name[200], lock[220], fail[220];
-    snprintf(name, sizeof name, "pspawn-%s", key);
-    snprintf(lock, sizeof lock, "%s.lock", name);
-    snprintf(fail, sizeof fail, "%s.fail", name);
-    *zpid = -1;
-    int fd = connect_name(name);
-    if (fd >= 0)
-        return fd;
-    /* The lock listens, so that the others can wait on it: it closes once
-     * the zygote parked or failed, which resets their connections. */
-    int lfd = bind_name(lock, 1);
-    if (lfd >= 0) {
-        say("starting the zygote %s", name);
-        *zpid = start_zygote(path, argv, name, token, local_tasks);
-        if (*zpid < 0) {
-            /* Tell the others to give up waiting. */
-            *fail_fd = bind_name(fail, 1);
-            close(lfd);
-            return -1;
-        }
-        close(lfd);
-        say("zygote %d parked", (int)*zpid);
-        return connect_name(name);
-    }
-    /* Someone else is starting it: wait until its lock closes (up to the
-     * 120 s it gives the zygote), then poll (a lock that another user's
-     * process squats, or a listen queue that is full, is not waited on:
-     * connect_name neither accepts the one nor blocks on the other). */
-    int w = connect_name(lock);
-    if (w >= 0) {
-        struct pollfd p = { w, POLLIN, 0 };
-        while (poll(&p, 1, 125000) < 0 && errno == EINTR)
-            ;
-        close(w);
-        if ((fd = connect_name(name)) >= 0)
-            return fd;
-    }
-    for (int waited = 0; waited < 120000; waited += 20) {
-        struct timespec ts = { 0, 20 * 1000 * 1000 };
-        nanosleep(&ts, NULL);
-        if ((fd = connect_name(name)) >= 0)
-            return fd;
-        int f = connect_name(fail);
-        if (f >= 0) {
-            close(f);
-            return -1;
-        }
-        /* Nobody is starting it any more, yet it does not answer: it
-         * parked (its name was there before the lock went) and is gone. */
-        if ((f = bind_name(lock, 0)) >= 0) {
-            close(f);
-            if ((fd = connect_name(name)) >= 0)
-                return fd;
-            say("the zygote %s is gone", name);
-            return -1;
-        }
-    }
-    return -1;
+    say("%s", msg);
 }
 
 /* The path slurmstepd makes of argv[0] before it execs a task (it does
@@ -392,26 +232,26 @@ static int orphan_status(pid_t task, int pidfd)
  * cgroups.  Returns 0 or an errno; the task runs either way. */
 static int move_task(const char *mover, pid_t task, const char *token)
 {
-    struct sockaddr_un a;
-    int len = pspawn_abstract_addr(&a, mover);
-    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    if (fd < 0 || len < 0)
-        return fd < 0 ? errno : ENAMETOOLONG;
-    struct ucred peer;
-    socklen_t plen = sizeof peer;
+    /* Only slurmstepd, as root, may hear our token.  A listen queue that is
+     * full (every task of a big node asking at once) is retried, within
+     * the same 30 s as the answer. */
+    int fd, waited = 0;
+    while ((fd = pspawn_connect_abstract(mover, 0)) < 0 && errno == EAGAIN && waited < 30000) {
+        struct timespec ts = { 0, 5 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+        waited += 5;
+    }
+    if (fd < 0)
+        return errno;
     struct pspawn_mover_req q = { PSPAWN_MOVER_MAGIC, (int32_t)task, { 0 } };
     snprintf(q.token, sizeof q.token, "%s", token);
     struct pspawn_mover_reply r;
     struct pollfd p = { fd, POLLIN, 0 };
     int err = 0;
-    if (connect(fd, (struct sockaddr *)&a, (socklen_t)len) < 0)
-        err = errno;
-    else if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &plen) < 0 || peer.uid != 0)
-        err = EPERM;    /* only slurmstepd, as root, may hear our token */
-    else if (send(fd, &q, sizeof q, MSG_NOSIGNAL) != (ssize_t)sizeof q &&
-             errno != EPIPE && errno != ECONNRESET)
+    if (send(fd, &q, sizeof q, MSG_NOSIGNAL) != (ssize_t)sizeof q &&
+        errno != EPIPE && errno != ECONNRESET)
         err = errno;    /* (after those, the mover's refusal is still to read) */
-    else if (poll(&p, 1, 30000) != 1 || recv(fd, &r, sizeof r, 0) != (ssize_t)sizeof r ||
+    else if (poll(&p, 1, 30000 - waited) != 1 || recv(fd, &r, sizeof r, 0) != (ssize_t)sizeof r ||
              r.magic != PSPAWN_MOVER_MAGIC)
         err = ETIMEDOUT;
     else if (r.err)
@@ -420,43 +260,6 @@ static int move_task(const char *mover, pid_t task, const char *token)
         say("task %d moved into our cgroups (%d hierarch%s)", (int)task, r.moved,
             r.moved == 1 ? "y" : "ies");
     close(fd);
-    return err;
-}
-
-/* Build and send the one-task request: everything exec would have given
- * the task, from this process's own state. */
-static int send_standin_request(int sock, char **argv, const char *token,
-                                struct pspawn_hold *hold)
-{
-    struct call *c = calloc(1, sizeof *c);
-    if (!c)
-        return ENOMEM;
-    int err = pspawn_call_init(c, NULL, environ);
-    if (err) {
-        free(c);
-        return err;
-    }
-    /* Every fd we hold, at its own number (0-2 are already in). */
-    DIR *d = opendir("/proc/self/fd");
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-        int fd = atoi(e->d_name);
-        if (e->d_name[0] == '.' || fd <= 2 || fd == dirfd(d) || fd == sock ||
-            fd == sig_pipe[0] || fd == sig_pipe[1] || c->nfds >= PSPAWN_FD_MAX)
-            continue;
-        if (fcntl(fd, F_GETFD) & FD_CLOEXEC)
-            continue;   /* exec would have closed it */
-        c->fds[c->nfds] = fd;
-        c->actions[c->nactions++] = (struct child_action){ FA_DUP2, fd, c->nfds, 0, 0, NULL };
-        c->nfds++;
-    }
-    if (d)
-        closedir(d);
-    if (hold)
-        c->flags |= REQ_HOLD;
-    pspawn_task_t t = { .argv = argv };
-    err = pspawn_send_standin(sock, c, &t, token, hold);
-    free(c);
     return err;
 }
 
@@ -484,13 +287,14 @@ int main(int argc, char **argv)
     const char *sigmode = getenv("PSPAWN_SHIM_SIGNALS");
     const char *proctrack = getenv("PSPAWN_SHIM_PROCTRACK");
     char *mover = getenv("PSPAWN_SHIM_MOVER") ? strdup(getenv("PSPAWN_SHIM_MOVER")) : NULL;
+    char *options = getenv("PSPAWN_SHIM_OPTIONS") ? strdup(getenv("PSPAWN_SHIM_OPTIONS")) : NULL;
     int relay = sigmode && !strcmp(sigmode, "yes");
     if (!sigmode || !strcmp(sigmode, "auto"))
         relay = proctrack && strstr(proctrack, "cgroup");
     /* The task sees the environment plain srun gives. */
     static const char *const ours[] = { "PSPAWN_SHIM_KEY", "PSPAWN_SHIM_TOKEN",
         "PSPAWN_SHIM_LOCAL_TASKS", "PSPAWN_SHIM_SIGNALS", "PSPAWN_SHIM_PROCTRACK",
-        "PSPAWN_SHIM_DEBUG", "PSPAWN_SHIM_ARGV0", "PSPAWN_SHIM_MOVER" };
+        "PSPAWN_SHIM_DEBUG", "PSPAWN_SHIM_ARGV0", "PSPAWN_SHIM_MOVER", "PSPAWN_SHIM_OPTIONS" };
     for (size_t i = 0; i < sizeof ours / sizeof ours[0]; i++)
         unsetenv(ours[i]);
 
@@ -508,9 +312,13 @@ int main(int argc, char **argv)
     if (prog.ninterp)
         exec_plain(path, targv, "#! script: exec'd as is");
 
-    pid_t zpid;
-    int fail_fd = -1;
-    int sock = zygote_connection(path, targv, key, token, tasks, &zpid, &fail_fd);
+    struct pspawn_standin_client client = {
+        .path = path, .key = key, .token = token, .local_tasks = tasks, .log = log_line,
+        .options = options,
+    };
+    int sock = pspawn_standin_connect(&client);
+    pid_t zpid = client.zpid;
+    int fail_fd = client.fail_fd;
     if (sock < 0)
         exec_plain(path, targv, "zygote cannot be reached");
 
@@ -519,8 +327,8 @@ int main(int argc, char **argv)
     /* The task waits, set up, before its first instruction, until we
      * have its pid: if the zygote dies before telling us, we cancel it
      * and exec instead, and no task runs twice. */
-    struct pspawn_hold hold = { NULL, 0, -1 };
-    if ((err = send_standin_request(sock, targv, token, &hold)))
+    struct pspawn_hold hold = { .held = 0 };
+    if ((err = pspawn_standin_send(sock, targv, token, sig_pipe, 2, &hold)))
         exec_plain(path, targv, strerror(err));
     struct standin_reply r;
     ssize_t got = recv(sock, &r, sizeof r, 0);

@@ -24,6 +24,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "cgroup.h"
+
 #define PSPAWN_MOVER_MAGIC 0x70736d76u  /* "psmv" */
 #define PSPAWN_MOVER_TOKEN 64
 
@@ -41,18 +43,6 @@ struct pspawn_mover_reply {
     int32_t moved;          /* hierarchies in which the pid was moved */
 };
 
-#define PSPAWN_CG_MAX 16    /* hierarchies handled */
-
-/*
- * The cgroup.procs files to write a pid into, so that a process whose
- * /proc/PID/cgroup reads FROM ends up in the cgroups of one that reads TO;
- * MOUNTINFO is the reader's /proc/self/mountinfo.  One per hierarchy in
- * which they differ and which is mounted; cgroup v1 (controllers or
- * name=) and v2 alike.  Returns how many were stored in PATHS (at most
- * PSPAWN_CG_MAX), or -1 for text that cannot be parsed.
- */
-int pspawn_cg_moves(const char *to, const char *from, const char *mountinfo,
-                    char paths[][PATH_MAX]);
 
 #ifdef PSPAWN_SPANK_H
 /* In slurmstepd (user_init): start the step's mover for user UID and

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "options.h"
 #include "pspawn_config.h"
 
 #ifndef PSPAWN_SHIM_PATH
@@ -28,6 +29,7 @@ void pspawn_config_defaults(struct pspawn_config *cfg)
     cfg->signals = PSPAWN_SIGNALS_AUTO;
     cfg->debug = 0;
     snprintf(cfg->shim, sizeof cfg->shim, "%s", PSPAWN_SHIM_PATH);
+    cfg->options[0] = '\0';
 }
 
 const char *pspawn_mode_name(enum pspawn_mode mode)
@@ -74,6 +76,56 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
     return -1;
 }
 
+/* Append ITEM (LEN bytes) to the comma-separated OPTIONS. */
+static int append(char *options, size_t optlen, const char *item, size_t len)
+{
+    size_t have = strlen(options);
+    if (have + (have ? 1 : 0) + len + 1 > optlen)
+        return -1;
+    if (have)
+        options[have++] = ',';
+    memcpy(options + have, item, len);
+    options[have + len] = '\0';
+    return 0;
+}
+
+int pspawn_arg_parse(const char *text, enum pspawn_mode *mode, char *options, size_t optlen,
+                     char *err, size_t errlen)
+{
+    if (errlen > 0)
+        err[0] = '\0';
+    options[0] = '\0';
+    if (text == NULL || *text == '\0') {
+        *mode = PSPAWN_MODE_ON;
+        return 0;
+    }
+    /* libpspawn's parser says what is wrong with any item; the words are
+     * ours (it takes them and ignores them). */
+    struct pspawn_options o;
+    pspawn_options_defaults(&o);
+    if (pspawn_options_parse(&o, text, err, errlen) < 0)
+        return -1;
+    int words = 0;
+    enum pspawn_mode m = PSPAWN_MODE_ON;
+    for (const char *p = text; *p;) {
+        size_t len = strcspn(p, ",");
+        int w = -1;
+        for (int i = 0; i < 3 && w < 0; i++)
+            if (strlen(mode_names[i]) == len && strncmp(p, mode_names[i], len) == 0)
+                w = i;
+        if (w >= 0) {
+            if (words++)
+                return fail(err, errlen, "\"%s\": more than one of on, off and auto", text);
+            m = (enum pspawn_mode)w;
+        } else if (append(options, optlen, p, len) < 0) {
+            return fail(err, errlen, "\"%s\": longer than %zu bytes", text, optlen - 1);
+        }
+        p += len + (p[len] == ',');
+    }
+    *mode = m;
+    return 0;
+}
+
 int pspawn_config_parse(struct pspawn_config *cfg, int argc, char *const argv[],
                         char *err, size_t errlen)
 {
@@ -111,8 +163,17 @@ int pspawn_config_parse(struct pspawn_config *cfg, int argc, char *const argv[],
                             "path longer than %zu bytes", sizeof cfg->shim - 1);
             memcpy(cfg->shim, val, strlen(val) + 1);
         } else {
-            return fail(err, errlen, "plugstack.conf argument \"%s\": unknown key "
-                        "(expected default=, signals=, debug= or shim=)", arg);
+            /* libpspawn's options, as site defaults. */
+            struct pspawn_options o;
+            char why[256];
+            pspawn_options_defaults(&o);
+            if (pspawn_options_parse(&o, arg, why, sizeof why) < 0 || strchr(arg, ','))
+                return fail(err, errlen, "plugstack.conf argument \"%s\": unknown key "
+                            "(expected default=, signals=, debug=, shim=, or one of libpspawn's "
+                            "fanout=, subzygote=, start=, cgroup=)", arg);
+            if (append(cfg->options, sizeof cfg->options, arg, strlen(arg)) < 0)
+                return fail(err, errlen, "plugstack.conf arguments: libpspawn's options "
+                            "longer than %zu bytes", sizeof cfg->options - 1);
         }
     }
     return 0;

@@ -27,6 +27,10 @@ struct pspawn_config {
     enum pspawn_signals signals;    /* signals= */
     int debug;                      /* debug=0|1 */
     char shim[PATH_MAX];            /* shim=: absolute path of pspawn-shim */
+    /* libpspawn's options (options.h) the site sets for every step, from
+     * the plugstack.conf arguments with their keys (fanout=, subzygote=,
+     * start=, cgroup=); a step's --pspawn keys come after, and win. */
+    char options[512];
 };
 
 /* The settings with no plugstack.conf argument: default=off, signals=auto,
@@ -43,11 +47,20 @@ int pspawn_config_parse(struct pspawn_config *cfg, int argc, char *const argv[],
                         char *err, size_t errlen);
 
 /*
- * The argument of --pspawn: "on", "off" or "auto"; NULL or "" (the option
- * given with no argument) means on.  Returns 0, or -1 if text is none of
- * these (mode is then unchanged).
+ * One word: "on", "off" or "auto"; NULL or "" (the option given with no
+ * argument) means on.  Returns 0, or -1 if text is none of these (mode is
+ * then unchanged).
  */
 int pspawn_mode_parse(const char *text, enum pspawn_mode *mode);
+
+/*
+ * The argument of --pspawn: a comma-separated list of at most one word
+ * (on, off, auto) and libpspawn's options (fanout=l3,...); a key without a
+ * word means on, NULL or "" means on.  *MODE gets the word, OPTIONS
+ * (OPTLEN bytes) the keys as text.  Returns 0, or -1 with a message in ERR.
+ */
+int pspawn_arg_parse(const char *text, enum pspawn_mode *mode, char *options, size_t optlen,
+                     char *err, size_t errlen);
 
 /* "on", "off", "auto"; "auto", "yes", "no": the words the parsers take. */
 const char *pspawn_mode_name(enum pspawn_mode mode);

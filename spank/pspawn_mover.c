@@ -26,7 +26,9 @@
 
 #include "pspawn_spank.h"
 #include "pspawn_cgroup.h"
+#include "procfs.h"
 #include "protocol.h"
+#include "unixsock.h"
 
 static struct {
     pthread_t thread;
@@ -96,19 +98,16 @@ static char *read_proc(pid_t pid, const char *what)
 /* PID's parent, and its real uid in *UID; -1 if gone. */
 static pid_t parent_of(pid_t pid, uid_t *uid)
 {
-    char *stat = read_proc(pid, "stat"), *status = read_proc(pid, "status");
-    pid_t ppid = -1;
-    const char *paren = stat ? strrchr(stat, ')') : NULL;
+    char *status = read_proc(pid, "status");
+    unsigned long long ppid;
     const char *u = status ? strstr(status, "\nUid:") : NULL;
     unsigned long r;
-    int p;
-    if (paren && u && sscanf(paren, ") %*c %d", &p) == 1 && sscanf(u, "\nUid: %lu", &r) == 1) {
-        ppid = p;
-        *uid = (uid_t)r;
-    }
-    free(stat);
+    int ok = u && sscanf(u, "\nUid: %lu", &r) == 1 && pspawn_proc_stat(pid, 4, 4, &ppid) == 0;
     free(status);
-    return ppid;
+    if (!ok)
+        return -1;
+    *uid = (uid_t)r;
+    return (pid_t)ppid;
 }
 
 /* Whether PID runs as the step's user and descends from this slurmstepd. */
@@ -212,10 +211,9 @@ static void reply(struct conn *c, int err, int moved)
 static void admit(int fd)
 {
     struct ucred peer = { 0, (uid_t)-1, (gid_t)-1 };
-    socklen_t plen = sizeof peer;
     uid_t u;
     struct conn *c = &pending[n_pending++];
-    int ok = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &plen) == 0 &&
+    int ok = pspawn_peer_cred(fd, &peer) == 0 &&
              peer.uid == mv.uid && parent_of(peer.pid, &u) == getpid();
     *c = (struct conn){ fd, !ok, peer.pid, peer.uid,
                         now_ms() + (ok ? REQUEST_WAIT_MS : DRAIN_WAIT_MS) };
@@ -253,32 +251,11 @@ static void finish(struct conn *c, int ready)
     *c = pending[--n_pending];
 }
 
-static int listen_name(const char *name)
-{
-    struct sockaddr_un a;
-    int alen = pspawn_abstract_addr(&a, name);
-    if (alen < 0) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -1;
-    if (bind(fd, (struct sockaddr *)&a, (socklen_t)alen) < 0 ||
-        listen(fd, 128) < 0) {
-        int e = errno;
-        close(fd);
-        errno = e;
-        return -1;
-    }
-    return fd;
-}
-
 static void *mover_main(void *arg)
 {
     (void)arg;
     int err = become_root() < 0 ? errno : 0;
-    if (!err && (mv.lfd = listen_name(mv.name)) < 0)
+    if (!err && (mv.lfd = pspawn_listen_abstract(mv.name, 128)) < 0)
         err = errno;
     while (write(mv.ready[1], &err, sizeof err) < 0 && errno == EINTR)
         ;

@@ -47,6 +47,7 @@ static struct {
     char local_tasks[16];
     char proctrack[64];             /* "" when unknown */
     char mover[96];                 /* the mover's name, "" if none */
+    char options[1040];             /* the site's libpspawn options, then the step's */
 } step;
 
 #define say(...)                                    \
@@ -188,6 +189,9 @@ int pspawn_stepd_user_init(spank_t sp)
     snprintf(step.local_tasks, sizeof step.local_tasks, "%u", local_tasks);
     read_proctrack(step.proctrack, sizeof step.proctrack);
     snprintf(step.mover, sizeof step.mover, "pspawn-%s.mover", step.key);
+    const char *mine = pspawn_option_options();
+    snprintf(step.options, sizeof step.options, "%s%s%s", pspawn_config.options,
+             pspawn_config.options[0] && mine[0] ? "," : "", mine);
     if (getpid() != pspawn_stepd_pid) {
         /* SlurmdParameters=contain_spank: this callback runs in a short-lived
          * clone of slurmstepd, where a thread would not outlive it. */
@@ -198,17 +202,18 @@ int pspawn_stepd_user_init(spank_t sp)
         step.mover[0] = '\0';
     }
     step.use = 1;
-    say("pspawn: step %u.%u: %u task(s) through %s (signals=%s, proctrack %s)",
+    say("pspawn: step %u.%u: %u task(s) through %s (signals=%s, proctrack %s%s%s)",
         jobid, stepid, local_tasks, pspawn_config.shim,
         pspawn_signals_name(pspawn_config.signals),
-        step.proctrack[0] ? step.proctrack : "unknown");
+        step.proctrack[0] ? step.proctrack : "unknown", step.options[0] ? ", " : "",
+        step.options);
     return 0;
 }
 
 static const char *const shim_vars[] = {
     "PSPAWN_SHIM_KEY", "PSPAWN_SHIM_TOKEN", "PSPAWN_SHIM_LOCAL_TASKS",
     "PSPAWN_SHIM_SIGNALS", "PSPAWN_SHIM_DEBUG", "PSPAWN_SHIM_PROCTRACK",
-    "PSPAWN_SHIM_ARGV0", "PSPAWN_SHIM_MOVER",
+    "PSPAWN_SHIM_ARGV0", "PSPAWN_SHIM_MOVER", "PSPAWN_SHIM_OPTIONS",
 };
 
 void pspawn_stepd_exit(void)
@@ -233,6 +238,7 @@ static int set_shim_vars(spank_t sp)
         { "PSPAWN_SHIM_DEBUG", pspawn_config.debug ? "1" : "0" },
         { "PSPAWN_SHIM_PROCTRACK", step.proctrack },
         { "PSPAWN_SHIM_MOVER", step.mover },
+        { "PSPAWN_SHIM_OPTIONS", step.options },
     };
     for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
         if (values[i][1][0] == '\0')

@@ -21,7 +21,8 @@ extern struct pspawn_config pspawn_config;
 
 /* pspawn_srun.c */
 
-/* Register --pspawn[=on|off|auto]; only valid in slurm_spank_init. */
+/* Register --pspawn[=on|off|auto][,KEY=VALUE...]; only valid in
+ * slurm_spank_init. */
 int pspawn_option_register(spank_t sp);
 
 /* The mode for this step: the --pspawn argument (in slurmstepd, as Slurm
@@ -31,6 +32,9 @@ enum pspawn_mode pspawn_option_mode(void);
 /* Whether the user gave --pspawn (or the allocation's --pspawn reached
  * this step through its environment). */
 int pspawn_option_given(void);
+
+/* libpspawn's options from the --pspawn argument ("fanout=l3,..."), or "". */
+const char *pspawn_option_options(void);
 
 /* srun under a parallel debugger (MPIR: TotalView, DDT, or srun
  * --debugger-test) has slurmstepd stop each task at its exec for the

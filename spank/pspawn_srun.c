@@ -19,6 +19,7 @@
 
 static int option_given;
 static enum pspawn_mode option_mode;
+static char option_options[512];
 
 static int on_option(int val, const char *optarg, int remote)
 {
@@ -29,9 +30,10 @@ static int on_option(int val, const char *optarg, int remote)
     if (optarg && strcmp(optarg, "(null)") == 0)
         optarg = NULL;
     enum pspawn_mode mode;
-    if (pspawn_mode_parse(optarg, &mode) < 0) {
-        slurm_error("pspawn: --pspawn=%s: expected on, off or auto%s", optarg,
-                    remote ? " (in slurmstepd)" : "");
+    char err[256];
+    if (pspawn_arg_parse(optarg, &mode, option_options, sizeof option_options, err,
+                         sizeof err) < 0) {
+        slurm_error("pspawn: --pspawn=%s: %s%s", optarg, err, remote ? " (in slurmstepd)" : "");
         return -1;
     }
     option_mode = mode;
@@ -47,11 +49,12 @@ int pspawn_option_register(spank_t sp)
     snprintf(usage, sizeof usage,
              "start each task as a fork of one copy of the program per node, "
              "loaded once (--pspawn alone means on; auto: only with more than one "
-             "task per node; site default: %s)",
+             "task per node; site default: %s; with fanout=numa|l3|core|N, one forking "
+             "zygote per group of CPUs)",
              pspawn_mode_name(pspawn_config.default_mode));
     static struct spank_option option = {
         .name = "pspawn",
-        .arginfo = "[on|off|auto]",
+        .arginfo = "[on|off|auto][,fanout=MODE,...]",
         .has_arg = 2,   /* optional: --pspawn or --pspawn=WORD */
         .val = 0,
         .cb = on_option,
@@ -73,6 +76,11 @@ enum pspawn_mode pspawn_option_mode(void)
 int pspawn_option_given(void)
 {
     return option_given;
+}
+
+const char *pspawn_option_options(void)
+{
+    return option_given ? option_options : "";
 }
 
 void pspawn_srun_post_opt(void)

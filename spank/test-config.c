@@ -119,6 +119,60 @@ int main(void)
            "--pspawn=yes rejected, mode unchanged");
     tap_ok(pspawn_mode_parse("on ", &m) == -1, "--pspawn='on ' rejected");
 
+    /* --pspawn=WORD,KEY=VALUE...: one syntax with libpspawn's options. */
+    static const struct {
+        const char *arg;
+        enum pspawn_mode mode;
+        const char *options;
+    } args[] = {
+        { NULL, PSPAWN_MODE_ON, "" },
+        { "on,fanout=l3", PSPAWN_MODE_ON, "fanout=l3" },
+        { "fanout=l3", PSPAWN_MODE_ON, "fanout=l3" },
+        { "fanout=4,subzygote=fork", PSPAWN_MODE_ON, "fanout=4,subzygote=fork" },
+        { "auto,fanout=numa,start=lazy", PSPAWN_MODE_AUTO, "fanout=numa,start=lazy" },
+        { "fanout=core,off", PSPAWN_MODE_OFF, "fanout=core" },
+        { "off", PSPAWN_MODE_OFF, "" },
+    };
+    for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) {
+        char opts[128] = "x", why[256];
+        m = PSPAWN_MODE_OFF;
+        int rc = pspawn_arg_parse(args[i].arg, &m, opts, sizeof opts, why, sizeof why);
+        tap_ok(rc == 0 && m == args[i].mode && strcmp(opts, args[i].options) == 0,
+               "--pspawn=%s: %s with \"%s\" (got rc %d, %s, \"%s\"%s%s)",
+               args[i].arg ? args[i].arg : "", pspawn_mode_name(args[i].mode), args[i].options, rc,
+               pspawn_mode_name(m), opts, rc ? ": " : "", rc ? why : "");
+    }
+    static const struct {
+        const char *arg, *named;
+    } badargs[] = {
+        { "on,fanout=bogus", "fanout=bogus" },
+        { "fanout=0", "fanout=0" },
+        { "on,off", "more than one" },
+        { "on,,fanout=l3", "empty item" },
+        { "on,fanout=l3,", "ends with a comma" },
+        { "fanuot=l3", "fanuot" },
+        { "subzygote=spawn", "subzygote=spawn" },
+        { "subzygote=cgroup", "cgroup=DIR" },
+        { "yes", "yes" },
+    };
+    for (size_t i = 0; i < sizeof badargs / sizeof badargs[0]; i++) {
+        char opts[128], why[256] = "";
+        m = PSPAWN_MODE_AUTO;
+        int rc = pspawn_arg_parse(badargs[i].arg, &m, opts, sizeof opts, why, sizeof why);
+        tap_ok(rc == -1 && strstr(why, badargs[i].named) != NULL,
+               "--pspawn=%s rejected, naming \"%s\": %s", badargs[i].arg, badargs[i].named, why);
+    }
+
+    /* plugstack.conf: libpspawn's keys are the site's defaults for every
+     * step, in the order given. */
+    char err2[256] = "";
+    tap_ok(parse("default=auto fanout=core subzygote=fork debug=1", &cfg, err2, sizeof err2) == 0 &&
+               cfg.default_mode == PSPAWN_MODE_AUTO && cfg.debug == 1 &&
+               strcmp(cfg.options, "fanout=core,subzygote=fork") == 0,
+           "plugstack.conf fanout=core subzygote=fork: site options \"%s\"%s", cfg.options, err2);
+    bad("fanout=sideways", "fanout=sideways");
+    bad("fanout=l3,start=lazy", "fanout=l3,start=lazy");
+
     tap_done();
     return tap_failed ? 1 : 0;
 }

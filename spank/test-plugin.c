@@ -37,6 +37,7 @@
 #include "pspawn_cgroup.h"
 #include "protocol.h"
 #include "tap.h"
+#include "unixsock.h"
 
 
 /* ---- the fake slurmstepd: what the plugin's SPANK calls see ---- */

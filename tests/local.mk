@@ -13,7 +13,7 @@ launched_cflags_common = -std=c11 $(WARN_CFLAGS)
 driver_link_flags = $(AM_LDFLAGS) -no-install
 
 check_PROGRAMS += tests/probe tests/task tests/task-static tests/task-v2 tests/threaded \
-	tests/timers
+	tests/timers tests/once
 
 tests_probe_SOURCES = tests/probe.c
 tests_probe_CFLAGS = $(launched_cflags_common)
@@ -38,6 +38,10 @@ tests_task_v2_LDFLAGS =
 tests_threaded_SOURCES = tests/threaded.c tests/append-pid.h
 tests_threaded_CFLAGS = $(launched_cflags_common) -pthread
 tests_threaded_LDFLAGS = -pthread
+
+tests_once_SOURCES = tests/once.c
+tests_once_CFLAGS = $(launched_cflags_common)
+tests_once_LDFLAGS =
 
 tests_timers_SOURCES = tests/timers.c tests/append-pid.h
 tests_timers_CFLAGS = $(launched_cflags_common)
@@ -75,7 +79,7 @@ tests_ctor_state_LDADD = libpspawn/libpspawn.la
 tests_ctor_state_LDFLAGS = $(driver_link_flags)
 
 check_PROGRAMS += tests/parity-api tests/children tests/fallback tests/errors tests/zygote-kill \
-	tests/soak
+	tests/soak tests/fanout
 
 tests_parity_api_SOURCES = tests/parity-api.c tests/tap.h
 tests_parity_api_LDADD = libpspawn/libpspawn.la
@@ -98,9 +102,38 @@ tests_zygote_kill_CFLAGS = $(AM_CFLAGS) -pthread
 tests_zygote_kill_LDADD = libpspawn/libpspawn.la
 tests_zygote_kill_LDFLAGS = $(driver_link_flags) -pthread
 
+tests_fanout_SOURCES = tests/fanout.c tests/tap.h
+tests_fanout_LDADD = libpspawn/libpspawn.la
+tests_fanout_LDFLAGS = $(driver_link_flags)
+
 tests_soak_SOURCES = tests/soak.c tests/tap.h
 tests_soak_LDADD = libpspawn/libpspawn.la
 tests_soak_LDFLAGS = $(driver_link_flags)
+
+# Fan-out's groups and dispatch on fake topologies (hwloc).
+if HAVE_HWLOC
+check_PROGRAMS += tests/topology
+TESTS += tests/topology
+tests_topology_SOURCES = tests/topology.c tests/tap.h libpspawn/launcher/topology.c
+tests_topology_CPPFLAGS = $(AM_CPPFLAGS) $(HWLOC_CFLAGS)
+tests_topology_LDADD = libpspawn/libpspawn-wire.la $(HWLOC_LIBS)
+tests_topology_LDFLAGS = $(driver_link_flags)
+endif
+
+# Real NUMA nodes, in a KVM guest (tests/vm/numa-vm.sh, run by tests/run,
+# not by make check): built here, run there.
+if HAVE_NUMA
+check_PROGRAMS += tests/vm/numa-task tests/vm/numa-vm
+tests_vm_numa_task_SOURCES = tests/vm/numa-task.c
+tests_vm_numa_task_CFLAGS = $(launched_cflags_common)
+tests_vm_numa_task_LDADD = $(NUMA_LIBS)
+tests_vm_numa_task_LDFLAGS =
+tests_vm_numa_vm_SOURCES = tests/vm/numa-vm.c tests/tap.h
+tests_vm_numa_vm_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests
+tests_vm_numa_vm_LDADD = libpspawn/libpspawn.la $(NUMA_LIBS)
+tests_vm_numa_vm_LDFLAGS = $(driver_link_flags)
+endif
+EXTRA_DIST += tests/vm/numa-vm.sh
 
 # Scripts: POSIX sh, run by $(SHELL); shared helpers in tests/taplib.sh.
 SH_LOG_COMPILER = $(SHELL)
@@ -108,12 +141,14 @@ SH_LOG_COMPILER = $(SHELL)
 # The longest first, so that make -j spreads them.
 TESTS += \
 	tests/zygote-kill \
+	tests/fanout \
 	tests/cli-timeout.sh \
 	tests/standin.sh \
 	tests/soak \
 	tests/cli-signals.sh \
 	tests/parity-api \
 	tests/parity.sh \
+	tests/parity-fanout.sh \
 	tests/children \
 	tests/fallback \
 	tests/ctor-state \
@@ -124,11 +159,13 @@ TESTS += \
 	tests/prefault.sh
 
 EXTRA_DIST += \
+	tests/fixtures/4nodes-2allowed.xml \
 	tests/prefault.sh \
 	tests/taplib.sh \
 	tests/host-slurm.sh \
 	tests/standin.sh \
 	tests/parity.sh \
+	tests/parity-fanout.sh \
 	tests/cli-errors.sh \
 	tests/cli-exit.sh \
 	tests/cli-signals.sh \

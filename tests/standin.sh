@@ -310,4 +310,87 @@ wait $squatter 2>/dev/null
 ok $? "the step's name squatted by a listener with a full queue: no hang, the task runs by exec (rc $rc)" ||
     { diag_file "$tmp/err10" 6; diag_file "$tmp/squat10"; }
 
+# 11. Fan-out (fanout=core: a zygote per CPU).  Stand-ins bound to CPU 0 get
+#     their tasks from the root, those bound to CPU 1 from the sub-zygote
+#     the root forwards them to (the root's child); each task is bound from
+#     main on, each stand-in exits with its task's code, and every zygote
+#     exits once the node's tasks are done.
+if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
+    for sub in exec fork; do
+        export PSPAWN_SHIM_KEY="$uid.$$.11$sub" PSPAWN_SHIM_LOCAL_TASKS=6
+        export PSPAWN_SHIM_OPTIONS=fanout=core,subzygote=$sub
+        : >"$tmp/runs11"
+        rm -f "$tmp"/err11.* "$tmp"/rc11.*
+        for i in 0 1 2 3 4 5; do
+            ( PSPAWN_RANK=$i taskset -c $((i % 2)) "$shim" "$task" where "$tmp/runs11" \
+                  2>"$tmp/err11.$i"; echo $? >"$tmp/rc11.$i" ) &
+        done
+        wait
+        zpid=$(zygote_pid "$tmp"/err11.*)
+        bad=0 subs=
+        for i in 0 1 2 3 4 5; do
+            line=$(grep "^$i " "$tmp/runs11")
+            set -- $line
+            want=$((1 << (i % 2)))
+            if [ "$(grep -c "^$i " "$tmp/runs11")" != 1 ] || [ "$(cat "$tmp/rc11.$i")" != 0 ] ||
+               [ "$4" != "$want" ]; then
+                bad=1; diag "rank $i: '$line', stand-in exited $(cat "$tmp/rc11.$i")"
+            elif [ $((i % 2)) = 0 ] && [ "$3" != "$zpid" ]; then
+                bad=1; diag "rank $i (CPU 0) forked by $3, not the root $zpid"
+            elif [ $((i % 2)) = 1 ]; then
+                [ "$3" = "$zpid" ] && { bad=1; diag "rank $i (CPU 1) forked by the root"; }
+                subs="$subs $3"
+            fi
+        done
+        [ -n "$zpid" ] && [ $bad = 0 ] && [ "$(echo $subs | tr ' ' '\n' | sort -u | wc -l)" = 1 ]
+        ok $? "fanout=core,subzygote=$sub: 6 stand-ins on CPUs 0 and 1: each task forked by its CPU's zygote, bound, run once, its code kept" ||
+            { diag_file "$tmp/err11.1" 8; diag_file "$tmp/runs11"; }
+        left=0
+        for _ in $(seq 50); do
+            left=0
+            for p in $zpid $subs; do kill -0 "$p" 2>/dev/null && left=$((left + 1)); done
+            [ $left = 0 ] && break
+            sleep 0.1
+        done
+        [ $left = 0 ]
+        ok $? "fanout=core,subzygote=$sub: the root and its sub-zygote exit once the node's tasks are done ($left left)"
+    done
+
+    # 12. The sub-zygote killed: stand-ins of its CPU get their tasks from
+    #     the root instead, each once.
+    export PSPAWN_SHIM_KEY="$uid.$$.12" PSPAWN_SHIM_LOCAL_TASKS=5
+    export PSPAWN_SHIM_OPTIONS=fanout=core,subzygote=exec
+    : >"$tmp/runs12"
+    ( PSPAWN_RANK=0 taskset -c 0 "$shim" "$task" hold 0 2 7 2>"$tmp/err12.0"; echo $? >"$tmp/rc12.0" ) &
+    zpid=
+    for _ in $(seq 200); do zpid=$(zygote_pid "$tmp/err12.0"); [ -n "$zpid" ] && break; sleep 0.02; done
+    subpid=
+    for _ in $(seq 100); do
+        subpid=$(ps --ppid "$zpid" -o pid=,args= 2>/dev/null | awk -v t="$task" '$2 == t && NF == 2 { print $1 }')
+        [ -n "$subpid" ] && break
+        sleep 0.02
+    done
+    [ -n "$subpid" ] && kill -KILL "$subpid"
+    for i in 1 2 3 4; do
+        ( PSPAWN_RANK=$i taskset -c $((i % 2)) timeout 60 "$shim" "$task" where "$tmp/runs12" \
+              2>"$tmp/err12.$i"; echo $? >"$tmp/rc12.$i" ) &
+    done
+    wait
+    bad=0
+    for i in 1 2 3 4; do
+        [ "$(grep -c "^$i " "$tmp/runs12")" = 1 ] && [ "$(cat "$tmp/rc12.$i")" = 0 ] ||
+            { bad=1; diag "rank $i: $(grep -c "^$i " "$tmp/runs12") runs, rc $(cat "$tmp/rc12.$i")"; }
+    done
+    [ -n "$subpid" ] && [ $bad = 0 ] && [ "$(cat "$tmp/rc12.0")" = 7 ]
+    ok $? "sub-zygote killed: the stand-ins of its CPU get their tasks from the root, each runs once, every code kept (sub-zygote ${subpid:-not found})" ||
+        { diag_file "$tmp/err12.1" 6; diag_file "$tmp/runs12"; }
+    unset PSPAWN_SHIM_OPTIONS
+else
+    for t in "fanout=core,subzygote=exec: tasks forked by their CPU's zygote" "root and sub-zygote exit" \
+             "fanout=core,subzygote=fork: tasks forked by their CPU's zygote" "root and sub-zygote exit" \
+             "sub-zygote killed: the root serves its stand-ins"; do
+        skip "needs two CPUs and taskset" "$t"
+    done
+fi
+
 tap_done

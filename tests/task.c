@@ -6,6 +6,8 @@
  *   task append FILE [ARG...]  append "RANK PID\n" to FILE with one write()
  *                              (RANK from PSPAWN_RANK, "-" if unset), then
  *                              print as "print" does
+ *   task where FILE            append "RANK PID PPID CPUS\n" to FILE: its parent
+ *                              and its CPU affinity (a bit mask in hex) at main
  *   task exit CODE             exit with CODE
  *   task raise SIGNUM          kill itself with signal SIGNUM
  *   task wait                  pause() until a signal ends it
@@ -24,6 +26,7 @@
  * without sanitizers: it is the program launched, not the launcher.
  */
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -137,6 +140,19 @@ int main(int argc, char **argv)
             return 2;
         print_line(argc, argv, 3);
         return 0;
+    }
+    if (strcmp(argv[1], "where") == 0 && argc == 3) {
+        cpu_set_t cs;
+        unsigned long mask = 0;
+        if (sched_getaffinity(0, sizeof cs, &cs) != 0)
+            return 2;
+        for (int c = 0; c < 64; c++)
+            if (CPU_ISSET(c, &cs))
+                mask |= 1UL << c;
+        char where[128];
+        snprintf(where, sizeof where, "%s %ld %ld %lx\n", rank(), (long)getpid(), (long)getppid(),
+                 mask);
+        return append_line(argv[2], where) != 0 ? 2 : 0;
     }
     if (strcmp(argv[1], "exit") == 0 && argc == 3)
         return atoi(argv[2]);

@@ -1,7 +1,10 @@
 /*
  * zygote-kill - killing (SIGKILL) or stopping (SIGSTOP) the zygote at any
  * moment of a 1000-task batch loses no task, runs none twice and hangs
- * nothing: requests in flight are retried by exec.
+ * nothing: requests in flight are retried by exec.  With fan-out
+ * (fanout=core, a sub-zygote per CPU), the same for a sub-zygote, whose
+ * tasks go to the root, and for the root, which takes its sub-zygotes
+ * with it.
  *
  * Each round launches 1000 tasks with pspawn_vector(), task i with
  * PSPAWN_RANK=i in its environment; each task appends "RANK PID" to one
@@ -17,6 +20,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,7 +59,10 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void round_(const char *task, const char *file, int sig, int delay_ms)
+/* OPTIONS: the context's (NULL: one zygote); VICTIM: which of its zygotes
+ * is hit (0: the root). */
+static void round_(const char *task, const char *file, int sig, int delay_ms, const char *options,
+                   int victim)
 {
     static pspawn_task_t tasks[NTASKS];
     static char rank_env[NTASKS][32];
@@ -73,13 +80,18 @@ static void round_(const char *task, const char *file, int sig, int delay_ms)
     double t0, elapsed;
     FILE *f;
 
-    snprintf(label, sizeof label, "%s after %d ms", signame, delay_ms);
+    snprintf(label, sizeof label, "%s%s%s after %d ms", options ? options : "", victim ? ": " : "",
+             victim ? "sub-zygote" : options ? ": root" : "", delay_ms);
+    snprintf(label + strlen(label), sizeof label - strlen(label), ", %s", signame);
     unlink(file);
-    rc = pspawn_context_create(&ctx, task, -1);
+    rc = options ? pspawn_context_create_opts(&ctx, task, NULL, options)
+                 : pspawn_context_create(&ctx, task, -1);
     if (rc != 0)
         tap_bail("pspawn_context_create(%s): %s", task, strerror(rc));
     pspawn_context_set_timeout(&ctx, 300);
-    h.zygote = pspawn_context_zygote_pid(&ctx);
+    pspawn_zygote_info_t z[4];
+    size_t nz = pspawn_context_zygotes(&ctx, z, 4);
+    h.zygote = (size_t)victim < nz ? z[victim].pid : -1;
     h.sig = sig;
     h.delay_ms = delay_ms;
     if (h.zygote <= 0)
@@ -127,7 +139,8 @@ static void round_(const char *task, const char *file, int sig, int delay_ms)
             WEXITSTATUS(st) == 0)
             reaped_ok++;
         else if (i - reaped_ok < 5)
-            tap_diag("    task %d (pid %ld): not a normal exit 0", i, (long)tasks[i].pid);
+            tap_diag("    task %d (pid %ld): not a normal exit 0 (wait status 0x%x)", i,
+                     (long)tasks[i].pid, st);
     }
     tap_ok(reaped_ok == NTASKS, "%s: every pid reaped here with exit 0 (%d/%d)", label,
            reaped_ok, NTASKS);
@@ -180,7 +193,7 @@ int main(void)
     const char *b = getenv("TESTS_BUILDDIR");
     char task[PATH_MAX], dir[] = "/tmp/pspawn-kill.XXXXXX", file[64];
 
-    tap_watchdog(150);
+    tap_watchdog(300);
     if (!b)
         tap_bail("TESTS_BUILDDIR is not set");
     snprintf(task, sizeof task, "%s/task", b);
@@ -189,9 +202,25 @@ int main(void)
     snprintf(file, sizeof file, "%s/ranks", dir);
 
     for (size_t i = 0; i < sizeof delays / sizeof delays[0]; i++)
-        round_(task, file, SIGKILL, delays[i]);
+        round_(task, file, SIGKILL, delays[i], NULL, 0);
     for (size_t i = 0; i < sizeof delays / sizeof delays[0]; i++)
-        round_(task, file, SIGSTOP, delays[i]);
+        round_(task, file, SIGSTOP, delays[i], NULL, 0);
+    /* Fan-out, where this machine has two CPUs to make two groups of. */
+    cpu_set_t cs;
+    if (sched_getaffinity(0, sizeof cs, &cs) == 0 && CPU_COUNT(&cs) >= 2) {
+        static const char *const variants[] = { "fanout=core,subzygote=exec",
+                                                 "fanout=core,subzygote=fork" };
+        for (size_t v = 0; v < 2; v++)
+            for (size_t i = 0; i < sizeof delays / sizeof delays[0]; i++) {
+                round_(task, file, SIGKILL, delays[i], variants[v], 1);
+                if (i % 2 == v)
+                    round_(task, file, SIGSTOP, delays[i], variants[v], 1);
+            }
+        round_(task, file, SIGKILL, 2, variants[0], 0);
+        round_(task, file, SIGKILL, 10, variants[1], 0);
+    } else {
+        tap_skip("one CPU", "fan-out: a sub-zygote killed or stopped mid-batch");
+    }
 
     rmdir(dir);
     return tap_done();

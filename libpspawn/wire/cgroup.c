@@ -1,13 +1,10 @@
-/*
- * Which cgroup.procs files move a process into another one's cgroups
- * (see pspawn_cgroup.h).  Pure text work, unit-tested in test-cgroup.c.
- */
+/* cgroup paths from /proc text (cgroup.h). */
 #include "config.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "pspawn_cgroup.h"
+#include "cgroup.h"
 
 struct hier {
     char id[16];            /* hierarchy id ("0" for v2) */
@@ -119,4 +116,21 @@ int pspawn_cg_moves(const char *to, const char *from, const char *mountinfo,
         n++;
     }
     return n;
+}
+
+int pspawn_cg2_dir(const char *self, const char *mountinfo, char *dir)
+{
+    /* The v2 line alone ("0::/path"), moved from nowhere: its
+     * cgroup.procs. */
+    const char *line = strstr(self, "0::/");
+    if (line && line != self && line[-1] != '\n')
+        line = NULL;
+    char v2[PATH_MAX + 8], paths[1][PATH_MAX];
+    if (!line || snprintf(v2, sizeof v2, "%.*s", (int)strcspn(line, "\n"), line) >=
+                     (int)sizeof v2 || pspawn_cg_moves(v2, "", mountinfo, paths) != 1)
+        return -1;
+    char *slash = strrchr(paths[0], '/');
+    *slash = 0;
+    snprintf(dir, PATH_MAX, "%s", paths[0]);
+    return 0;
 }

@@ -7,17 +7,26 @@
  * SCM_RIGHTS, the memfd that holds the request (first) and the fds the
  * tasks' file actions take from the launcher.
  *
- * Reports: one pipe per context.  Every task writes one task_report before
- * waiting to be released; the zygote writes one more per request (index
+ * Reports: one pipe per context, shared by all its zygotes.  Every task
+ * writes one task_report (its pid and the result of its setup) before it
+ * goes on; the zygote writes one more per request (index
  * PSPAWN_REPORT_DONE) once it has cloned what it could.  Records are
  * smaller than PIPE_BUF, so writes from many processes never interleave.
  *
- * Release ("go"): the request memfd is mapped shared by the launcher (rw)
- * and the zygote (ro), and so by every task cloned from it.  Each task
- * waits on its own futex word go[i], which the launcher sets as soon as it
- * has read the task's report: GO_RUN, or GO_CANCEL for a task whose report
- * it never saw (the zygote died), which then exits 127 without running and
- * is retried by exec: never lost, never duplicated.
+ * Release ("go"): the request memfd is mapped shared by the launcher and
+ * the zygote, and so by every task cloned from it.  The kernel writes each
+ * task's pid into pid[i] (CLONE_PARENT_SETTID) before the task can run, so
+ * the launcher has it before the task's first instruction.  The zygote then
+ * releases the task itself: go[i] from GO_HOLD (or GO_WAITING, the task
+ * asleep on it) to GO_RUN, by compare-and-swap.  A launcher that gives up
+ * on a zygote (dead, hung) swaps every go word still held to GO_CANCEL: a
+ * task it catches exits 127 without running and is retried by exec, a task
+ * already released runs and is the launcher's.  Never lost, never twice.
+ *
+ * Fan-out: one fanout message (PSPAWN_FANOUT_MAGIC) to the root zygote
+ * lists the groups of CPUs and the sockets of the sub-zygotes to make
+ * (wire_fanout).  Each sub-zygote sends its own zygote_ready on its socket
+ * and serves requests there as the root does on its own.
  */
 #ifndef PSPAWN_PROTOCOL_H
 #define PSPAWN_PROTOCOL_H
@@ -25,10 +34,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 
-#define PSPAWN_MAGIC        0x70737079u /* "psp" + version 'y' */
+#define PSPAWN_MAGIC        0x7073707au /* "psp" + version 'z' */
+#define PSPAWN_FANOUT_MAGIC 0x70737046u /* "pspF" */
 #define PSPAWN_REQ_MAX      64
 #define PSPAWN_FD_MAX       64          /* fds passed per request */
 #define PSPAWN_REPORT_DONE  0xffffffffu
@@ -39,7 +47,6 @@
 #define PSPAWN_ENV_REPORT   "PSPAWN_ZYGOTE_REPORT"
 #define PSPAWN_ENV_PRELOAD  "PSPAWN_ZYGOTE_LD_PRELOAD"   /* the user's, to restore */
 #define PSPAWN_ENV_BINDNOW  "PSPAWN_ZYGOTE_LD_BIND_NOW"  /* the user's, to restore */
-#define PSPAWN_ENV_FLOOR    "PSPAWN_FLOOR"
 /* The pid of the process that exec'd the zygote: a process that finds
  * these variables but has another parent inherited them from a zygote's
  * constructor (system(), popen()) and must not park. */
@@ -54,6 +61,19 @@
 #define PSPAWN_ENV_TOKEN    "PSPAWN_ZYGOTE_TOKEN"
 #define PSPAWN_ENV_TASKS    "PSPAWN_ZYGOTE_TASKS"
 #define PSPAWN_TOKEN_LEN    64
+/* A sub-zygote exec'd by its root: "INDEX:NODE:CPUS" (CPUS in hex, as
+ * PSPAWN_CPUSET_BYTES bytes; empty: do not bind), the group it serves. */
+#define PSPAWN_ENV_GROUP    "PSPAWN_ZYGOTE_GROUP"
+/* Stand-in mode: a sub-zygote gets its stand-ins' connections from the
+ * root on this fd, not by listening. */
+#define PSPAWN_ENV_FORWARD  "PSPAWN_ZYGOTE_FORWARD"
+/* subzygote=replicate: the sub-zygote's copies of the libraries, removed
+ * when it exits. */
+#define PSPAWN_ENV_REPLICA  "PSPAWN_ZYGOTE_REPLICA"
+/* subzygote=cgroup: the launcher's cgroup (an fd), where tasks are made. */
+#define PSPAWN_ENV_TASK_CGROUP "PSPAWN_ZYGOTE_TASK_CGROUP"
+/* The most sub-zygotes one fan-out makes: one fd each in one message. */
+#define PSPAWN_FANOUT_MAX   240
 
 enum zygote_status {
     ZYGOTE_PARKED = 0,      /* ready to serve */
@@ -158,10 +178,11 @@ struct wire_procstate {
 };
 
 /* Layout of the request memfd. Offsets are from its start. */
-enum { GO_HOLD = 0, GO_RUN = 1, GO_CANCEL = 2 };
+enum { GO_HOLD = 0, GO_RUN = 1, GO_CANCEL = 2, GO_WAITING = 3 };
 
 struct wire_request {
     uint32_t go[PSPAWN_REQ_MAX];    /* futex words, one per task */
+    int32_t pid[PSPAWN_REQ_MAX];    /* each task's pid, written by clone */
     uint32_t ntasks;
     uint32_t flags;         /* REQ_* */
     uint32_t umask;
@@ -195,6 +216,32 @@ struct standin_reply {
     int32_t status;         /* EXITED: wait status; FAILED: errno */
 };
 
+/* The fan-out message's memfd: what the receiver (the root zygote, or a
+ * forked sub-zygote that forks more) makes.  Groups are listed in the
+ * launcher's numbering; the receiver's own is the one with index OWN. */
+struct wire_group {
+    int32_t index;          /* the group's number, as the launcher counts */
+    int32_t parent;         /* the group whose zygote makes this one's */
+    int32_t sock;           /* index of its socket in the passed fds */
+    int32_t node;           /* the NUMA node its memory comes from, or -1 */
+    int32_t pid;            /* written by its maker: the launcher reaps one
+                             * that dies before it says it is ready */
+    int32_t pad;
+    unsigned char cpus[PSPAWN_CPUSET_BYTES];    /* all zero: bind nothing */
+};
+
+struct wire_fanout {
+    uint32_t ngroups;
+    uint32_t subzygote;     /* enum pspawn_subzygote (options.h) */
+    int32_t own;            /* the receiver's own group */
+    int32_t task_cgroup;    /* subzygote=cgroup: index of the launcher's cgroup fd, or -1 */
+    int32_t cgroup_dir;     /* subzygote=cgroup: index of the fd of the cgroups' parent */
+    int32_t pad;
+    char cgroup_prefix[64]; /* group N's cgroup: PREFIX followed by N, in that parent */
+    char replica_dir[128];  /* subzygote=replicate: DIR-gN per group */
+    struct wire_group groups[];
+};
+
 struct wire_task {
     uint32_t argc, envc;
     uint32_t strings;       /* offset: argv strings then envp strings, NUL-separated */
@@ -203,20 +250,6 @@ struct wire_task {
     uint32_t has_cpuset;
     unsigned char cpuset[PSPAWN_CPUSET_BYTES];
 };
-
-/* Stand-in zygotes and the Slurm mover listen on abstract AF_UNIX names
- * (no file to leave behind, gone with the listener).  Fills A for NAME;
- * returns the address length, or -1 if NAME does not fit. */
-static inline int pspawn_abstract_addr(struct sockaddr_un *a, const char *name)
-{
-    memset(a, 0, sizeof *a);
-    a->sun_family = AF_UNIX;
-    size_t len = strlen(name);
-    if (len + 1 >= sizeof a->sun_path)
-        return -1;
-    memcpy(a->sun_path + 1, name, len);
-    return (int)(offsetof(struct sockaddr_un, sun_path) + 1 + len);
-}
 
 /* Whether the LEN-byte tokens A and B are equal, in a time that does not
  * depend on where they differ. */

@@ -1,0 +1,190 @@
+/*
+ * The one encoder of the wire format (protocol.h): a call's state and its
+ * tasks into a request memfd, sent with the fds the tasks take.  Used by
+ * the request pipeline (direct mode) and by the stand-in client alike.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "go.h"
+#include "internal.h"
+#include "unixsock.h"
+
+static size_t strv_bytes(char *const *v, uint32_t *count)
+{
+    size_t bytes = 0;
+    uint32_t n = 0;
+    for (; v && v[n]; n++)
+        bytes += strlen(v[n]) + 1;
+    *count = n;
+    return bytes;
+}
+
+static char *put_strv(char *p, char *const *v)
+{
+    for (size_t i = 0; v && v[i]; i++) {
+        size_t l = strlen(v[i]) + 1;
+        memcpy(p, v[i], l);
+        p += l;
+    }
+    return p;
+}
+
+static size_t round8(size_t n)
+{
+    return (n + 7) & ~(size_t)7;
+}
+
+int pspawn_encode_request(struct encoded_request *r, const struct call *c,
+                          const struct encode_task *t, int k, pid_t pgroup, const char *token)
+{
+    size_t size = sizeof(struct wire_request);
+    size_t cwd_off = size;
+    size = round8(size + strlen(c->cwd) + 1);
+    size_t rl_off = size;
+    size += c->nrlimits * sizeof(struct wire_rlimit);
+    size_t act_off = size;
+    size += c->nactions * sizeof(struct wire_action);
+    for (int i = 0; i < c->nactions; i++)
+        if (c->actions[i].kind == FA_OPEN)
+            size += strlen(c->actions[i].path) + 1;
+    size = round8(size);
+    size_t task_off = size;
+    size += k * sizeof(struct wire_task);
+    for (int j = 0; j < k; j++) {
+        uint32_t cnt;
+        size += strv_bytes(t[j].argv, &cnt) + strv_bytes(t[j].envp, &cnt);
+    }
+    if (size > UINT32_MAX)
+        return E2BIG;
+
+    int fd = (int)syscall(SYS_memfd_create, "pspawn-request", MFD_CLOEXEC);
+    if (fd < 0)
+        return errno;
+    if (ftruncate(fd, (off_t)size) < 0) {
+        int e = errno;
+        close(fd);
+        return e;
+    }
+    char *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED) {
+        int e = errno;
+        close(fd);
+        return e;
+    }
+    struct wire_request *w = (struct wire_request *)base;
+    w->ntasks = (uint32_t)k;
+    w->flags = c->flags;
+    w->umask = c->umask;
+    w->pgroup = c->pgroup;
+    if (pgroup > 0) {
+        w->flags |= REQ_SETPGROUP;
+        w->pgroup = pgroup;
+    }
+    w->nice = c->nice;
+    w->sched_policy = c->sched_policy;
+    w->sched_priority = c->sched_priority;
+    w->launcher_pid = (uint32_t)getpid();
+    w->sigmask = c->sigmask;
+    w->sigign = c->ignored;
+    w->mempolicy = c->mempolicy;
+    memcpy(w->nodemask, c->nodemask, sizeof w->nodemask);
+    w->seccomp = c->seccomp;
+    w->proc = c->proc;
+    w->cwd = (uint32_t)cwd_off;
+    strcpy(base + cwd_off, c->cwd);
+    w->nrlimits = (uint32_t)c->nrlimits;
+    w->rlimits = (uint32_t)rl_off;
+    memcpy(base + rl_off, c->rlimits, c->nrlimits * sizeof(struct wire_rlimit));
+    w->nactions = (uint32_t)c->nactions;
+    w->actions = (uint32_t)act_off;
+    struct wire_action *wa = (struct wire_action *)(base + act_off);
+    char *p = (char *)(wa + c->nactions);
+    for (int i = 0; i < c->nactions; i++) {
+        const struct child_action *a = &c->actions[i];
+        wa[i] = (struct wire_action){ a->kind, a->fd, a->src, a->oflag, a->mode, 0 };
+        if (a->kind == FA_OPEN) {
+            wa[i].path = (uint32_t)(p - base);
+            p = stpcpy(p, a->path) + 1;
+        }
+    }
+    if (c->have_cpuset) {
+        memcpy(w->cpuset, c->cpuset, sizeof w->cpuset);
+        w->flags |= REQ_CPUSET;
+    }
+    if (token)
+        snprintf(w->token, sizeof w->token, "%s", token);
+    w->tasks = (uint32_t)task_off;
+    struct wire_task *wt = (struct wire_task *)(base + task_off);
+    p = (char *)(wt + k);
+    for (int j = 0; j < k; j++) {
+        char *start = p;
+        wt[j].strings = (uint32_t)(p - base);
+        p = put_strv(p, t[j].argv);
+        wt[j].strings_len = (uint32_t)(p - start);
+        start = p;
+        p = put_strv(p, t[j].envp);
+        wt[j].env_len = (uint32_t)(p - start);
+        strv_bytes(t[j].argv, &wt[j].argc);
+        strv_bytes(t[j].envp, &wt[j].envc);
+        if (t[j].cpuset) {
+            wt[j].has_cpuset = 1;
+            memcpy(wt[j].cpuset, t[j].cpuset, PSPAWN_CPUSET_BYTES);
+        }
+    }
+    *r = (struct encoded_request){ w, size, fd };
+    return 0;
+}
+
+int pspawn_send_request(int sock, uint32_t id, const struct encoded_request *r,
+                        const struct call *c)
+{
+    struct request_msg msg = { PSPAWN_MAGIC, id, (uint32_t)r->size, (uint32_t)c->nfds };
+    int fds[PSPAWN_FD_MAX + 1];
+    fds[0] = r->memfd;
+    memcpy(fds + 1, c->fds, c->nfds * sizeof(int));
+    return pspawn_send_fds(sock, &msg, sizeof msg, fds, 1 + c->nfds);
+}
+
+void pspawn_encoded_release(struct encoded_request *r)
+{
+    if (r->map)
+        munmap(r->map, r->size);
+    if (r->memfd >= 0)
+        close(r->memfd);
+    r->map = NULL;
+    r->memfd = -1;
+}
+
+int pspawn_send_standin(int sock, const struct call *c, pspawn_task_t *task, const char *token,
+                        struct pspawn_hold *hold)
+{
+    struct encode_task t = { task->argv, task->envp ? task->envp : c->envp, NULL };
+    struct encoded_request r;
+    int err = pspawn_encode_request(&r, c, &t, 1, 0, token);
+    if (!err)
+        err = pspawn_send_request(sock, 1, &r, c);
+    if (!err && (c->flags & REQ_HOLD) && hold)
+        *hold = (struct pspawn_hold){ r, 1 };
+    else
+        pspawn_encoded_release(&r);     /* the zygote has its own mapping */
+    return err;
+}
+
+void pspawn_standin_go(struct pspawn_hold *hold, int run)
+{
+    if (!hold->held)
+        return;
+    pspawn_go_swap(&hold->req.map->go[0], run ? GO_RUN : GO_CANCEL);
+    pspawn_encoded_release(&hold->req);
+    hold->held = 0;
+}

@@ -1,0 +1,139 @@
+/* A zygote's environment, and the loader variables a task must share with
+ * its zygote (the loader reads them before main, once, in the zygote). */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#ifndef PSPAWN_PROXY_PATH
+#define PSPAWN_PROXY_PATH "libpspawn-proxy.so"
+#endif
+
+extern char **environ;
+
+const char *pspawn_proxy_path(void)
+{
+    const char *p = getenv("PSPAWN_PROXY");
+    return p && *p ? p : PSPAWN_PROXY_PATH;
+}
+
+int pspawn_loader_var(const char *kv)
+{
+    if (strncmp(kv, "LD_", 3) == 0)
+        return strncmp(kv, "LD_BIND_NOW=", 12) != 0;   /* the zygote binds anyway */
+    return strncmp(kv, "GLIBC_TUNABLES=", 15) == 0 || strncmp(kv, "MALLOC_", 7) == 0;
+}
+
+char **pspawn_loader_env_of(char *const env[])
+{
+    size_t n = 0, k = 0;
+    for (size_t i = 0; env && env[i]; i++)
+        n += pspawn_loader_var(env[i]) != 0;
+    char **v = calloc(n + 1, sizeof *v);
+    for (size_t i = 0; v && env && env[i]; i++)
+        if (pspawn_loader_var(env[i]) && !(v[k++] = strdup(env[i]))) {
+            pspawn_free_environ(v);
+            return NULL;
+        }
+    return v;
+}
+
+const char *pspawn_loader_env_differs(const struct pspawn_zygote *z, char *const envp[],
+                                      size_t *namelen)
+{
+    size_t mine = 0, have = 0;
+    for (char **l = z->loader_env; l && *l; l++)
+        mine++;
+    for (size_t i = 0; envp && envp[i]; i++) {
+        if (!pspawn_loader_var(envp[i]))
+            continue;
+        have++;
+        int found = 0;
+        for (char **l = z->loader_env; l && *l && !found; l++)
+            found = strcmp(*l, envp[i]) == 0;
+        if (!found) {
+            *namelen = strcspn(envp[i], "=");
+            return envp[i];
+        }
+    }
+    if (have == mine)
+        return NULL;
+    /* One of the zygote's is missing from the task's. */
+    for (char **l = z->loader_env; l && *l; l++) {
+        size_t len = strcspn(*l, "=") + 1, i;
+        for (i = 0; envp && envp[i] && strncmp(envp[i], *l, len) != 0; i++)
+            ;
+        if (!envp || !envp[i]) {
+            *namelen = len - 1;
+            return *l;
+        }
+    }
+    *namelen = 0;
+    return "";
+}
+
+/* The zygote's environment: the caller's, with the proxy appended to its
+ * LD_PRELOAD, lazy binding done at load, and the user's values of both
+ * kept so the proxy can put them back before main. */
+char **pspawn_zygote_environ(const char *const extra[], char *const base[])
+{
+    char *const *src = base ? base : environ;
+    size_t n = 0, nextra = 0;
+    while (src && src[n])
+        n++;
+    while (extra && extra[nextra])
+        nextra++;
+    char **env = calloc(n + nextra + 8, sizeof *env);
+    if (!env)
+        return NULL;
+    const char *user_preload = NULL, *user_bindnow = NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strncmp(src[i], "LD_PRELOAD=", 11) == 0)
+            user_preload = src[i] + 11;
+        else if (strncmp(src[i], "LD_BIND_NOW=", 12) == 0)
+            user_bindnow = src[i] + 12;
+        else if (strncmp(src[i], "PSPAWN_ZYGOTE_", 14) != 0)
+            env[k++] = strdup(src[i]);
+    }
+    const char *proxy = pspawn_proxy_path();
+    if (user_preload && *user_preload)
+        asprintf(&env[k++], "LD_PRELOAD=%s %s", user_preload, proxy);
+    else
+        asprintf(&env[k++], "LD_PRELOAD=%s", proxy);
+    asprintf(&env[k++], "LD_BIND_NOW=1");
+    if (user_preload)
+        asprintf(&env[k++], PSPAWN_ENV_PRELOAD "=%s", user_preload);
+    if (user_bindnow)
+        asprintf(&env[k++], PSPAWN_ENV_BINDNOW "=%s", user_bindnow);
+    asprintf(&env[k++], PSPAWN_ENV_PARENT "=%d", (int)getpid());
+    struct pspawn_base start;
+    char text[RLIM_NLIMITS * 44 + 64];
+    pspawn_base_get(&start);
+    if (pspawn_base_format(&start, text, sizeof text) == 0)
+        asprintf(&env[k++], PSPAWN_ENV_BASE "=%s", text);
+    for (size_t i = 0; i < nextra; i++)
+        env[k++] = strdup(extra[i]);
+    env[k] = NULL;
+    for (size_t i = 0; i < k; i++)
+        if (!env[i]) {
+            for (size_t j = 0; j < k; j++)
+                free(env[j]);
+            free(env);
+            return NULL;
+        }
+    return env;
+}
+
+void pspawn_free_environ(char **env)
+{
+    for (size_t i = 0; env && env[i]; i++)
+        free(env[i]);
+    free(env);
+}
+

@@ -1,0 +1,369 @@
+/* Launcher-side internals of libpspawn. */
+#ifndef PSPAWN_INTERNAL_H
+#define PSPAWN_INTERNAL_H
+
+#include <limits.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "child.h"
+#include "options.h"
+#include "protocol.h"
+#include "pspawn.h"
+
+#define ATTR_CWD     0x1u
+#define ATTR_CPUSET  0x2u
+#define ATTR_SIGMASK 0x4u
+#define ATTR_SIGDEF  0x8u
+#define ATTR_PGROUP  0x10u
+#define ATTR_SETSID  0x20u
+#define ATTR_UMASK   0x40u
+#define ATTR_MEMPOLICY 0x80u
+
+enum attr_action_kind { AA_OPEN, AA_DUP2, AA_CLOSE, AA_INHERIT };
+
+struct attr_action {
+    enum attr_action_kind kind;
+    int fd;                 /* target */
+    int srcfd;              /* AA_DUP2: the caller's fd */
+    int oflag;
+    mode_t mode;
+    char *path;
+};
+
+struct pspawn_attr_impl {
+    unsigned flags;         /* PSPAWN_PIDFD, PSPAWN_FORCE_EXEC */
+    unsigned set;           /* ATTR_* */
+    char *cwd;
+    unsigned char cpuset[PSPAWN_CPUSET_BYTES];
+    sigset_t sigmask, sigdef;
+    pid_t pgroup;
+    mode_t umask;
+    int mempolicy;
+    unsigned char nodemask[PSPAWN_NODEMASK_BYTES];
+    int nrlimits;
+    struct wire_rlimit rlimits[RLIM_NLIMITS];
+    int nactions, cap;
+    struct attr_action *actions;
+};
+
+/* What a program is, as exec would see it. */
+#define PSPAWN_MAX_INTERP 4
+struct program {
+    char *path;             /* as given */
+    char *exe;              /* the ELF the kernel loads (path, or the #! interpreter) */
+    int ninterp;            /* argv words the kernel inserts before path (#!) */
+    char *interp_argv[2 * PSPAWN_MAX_INTERP];
+    struct stat st_path, st_exe;
+    const char *fallback;   /* static, set-id...: a reason to never use a zygote */
+};
+
+/* What the caller may do.  A fork of the zygote has what the caller had
+ * when the zygote started; an exec, what it has now. */
+struct pspawn_creds {
+    uid_t uid[3];           /* real, effective, saved */
+    gid_t gid[3];
+    uint64_t groups;        /* hash of the supplementary groups */
+    uint32_t ngroups;
+    uint32_t cap[6];        /* capget(2): effective, permitted, inheritable */
+    int securebits;
+    /* Read only where they can change without capget's sets changing (a
+     * caller that cannot change them pays nothing): the bounding set while
+     * CAP_SETPCAP is permitted, the ambient set while permitted and
+     * inheritable share a capability. */
+    uint64_t bounding, ambient;
+};
+
+/* A group of CPUs that one fork-serving process serves (topology.c). */
+struct pspawn_group {
+    unsigned char cpus[PSPAWN_CPUSET_BYTES];
+    unsigned char nodes[PSPAWN_NODEMASK_BYTES];     /* the NUMA nodes of its CPUs */
+    int ncpus;
+    int node;               /* its one NUMA node, or -1 */
+    int parent;             /* the group whose zygote makes this one's; -1 for 0 */
+};
+
+struct pspawn_topology {
+    int ngroups;
+    struct pspawn_group *groups;
+    int thissystem;         /* 0: HWLOC_XMLFILE or HWLOC_SYNTHETIC: bind nothing */
+    char describe[320];
+};
+
+/* One fork-serving process: the root zygote (server 0, group 0) or the
+ * sub-zygote of a group. */
+enum server_state {
+    SERVER_NONE,            /* start=lazy: not asked for yet */
+    SERVER_STARTING,        /* asked for; requests may queue on its socket */
+    SERVER_READY,
+    SERVER_LOST,
+};
+
+struct zygote_server {
+    enum server_state state;
+    pid_t pid;
+    int pidfd;
+    int sock;
+    unsigned long tasks;    /* tasks it created */
+    double progress_ms;     /* last sign of life while it has requests */
+    const int32_t *pid_slot;    /* its pid, as its maker wrote it in the fan-out table */
+    char why[200];          /* SERVER_LOST: why */
+};
+
+struct pspawn_zygote {
+    struct program prog;
+    struct pspawn_creds creds;      /* the caller's when the zygote started */
+    int fallback;           /* for good: no zygote */
+    char reason[512];
+    int have_reason;
+    int debug;
+    int report_r;           /* every server's tasks report here */
+    int timeout_ms;
+    uint32_t next_req;
+    char **loader_env;      /* the zygote's LD_*, GLIBC_TUNABLES, MALLOC_* */
+    pid_t pgid, sid;        /* the zygote's process group and session */
+    struct pspawn_options opts;
+    struct pspawn_topology topo;    /* group g is served by servers[g] */
+    struct zygote_server *servers;  /* topo.ngroups of them; [0] is the root */
+    unsigned turn;          /* spreads unbound tasks over the groups */
+    char replica_dir[128];  /* subzygote=replicate: its groups' copies, DIR-gN */
+    struct fanout_map {     /* the fan-out tables sent, kept for their pids */
+        void *map;
+        size_t size;
+    } *tables;
+    int ntables;
+    unsigned long cgroup_seq;   /* names this context's copies and cgroups */
+};
+
+/* The launcher's state at the time of a call, merged with an attribute
+ * object: what every task of the call starts from. */
+struct call {
+    const struct pspawn_attr_impl *attr;
+    unsigned flags;                 /* REQ_* */
+    unsigned user_flags;            /* PSPAWN_* */
+    char cwd[PATH_MAX];
+    mode_t umask;
+    pid_t pgroup;
+    int nice;
+    int sched_policy, sched_priority;
+    int mempolicy;                  /* REQ_MEMPOLICY */
+    unsigned char nodemask[PSPAWN_NODEMASK_BYTES];
+    int seccomp;                    /* pspawn_seccomp_filters() */
+    struct wire_procstate proc;     /* pspawn_procstate_get() */
+    uint64_t sigmask;
+    uint64_t handled;               /* signals with a handler in the caller */
+    uint64_t ignored;               /* ignored in the caller and not in sigdef */
+    uint64_t sigdef;
+    unsigned char cpuset[PSPAWN_CPUSET_BYTES];
+    int have_cpuset;
+    struct wire_rlimit rlimits[RLIM_NLIMITS];
+    int nrlimits;
+    /* Canonical file actions: FA_DUP2 sources index fds[]. */
+    struct child_action actions[PSPAWN_FD_MAX + 3];
+    int nactions;
+    int fds[PSPAWN_FD_MAX];         /* the caller's fds the tasks take */
+    int nfds;
+    char *const *envp;
+};
+
+/* attr.c */
+int pspawn_call_init(struct call *c, const pspawn_attr_t *attr,
+                     char *const envp[]);
+
+/* inspect.c */
+int pspawn_program_inspect(struct program *p, const char *path);
+void pspawn_program_free(struct program *p);
+int pspawn_program_changed(const struct program *p);
+int pspawn_args_too_big(const char *filename, char *const argv[],
+                        char *const envp[]);
+
+/* exec.c: a plain exec of a task with the call's attributes. */
+int pspawn_exec_task(pid_t *pid, const char *path, const struct call *c,
+                     const unsigned char *cpuset, char *const argv[],
+                     char *const envp[]);
+/* The same for the zygote itself, with its extra fds at fixed numbers. */
+int pspawn_exec_setup(pid_t *pid, const char *path, struct child_setup *s,
+                      uint64_t sigmask, char *const argv[], char *const envp[]);
+
+/* encode.c: the one encoder of requests, for every front door. */
+/* A request on the wire: its memfd, mapped shared with the zygote (the
+ * kernel writes pid[], go[] is swapped there). */
+struct encoded_request {
+    struct wire_request *map;
+    size_t size;
+    int memfd;
+};
+/* One task of a request. */
+struct encode_task {
+    char *const *argv;
+    char *const *envp;
+    const unsigned char *cpuset;    /* PSPAWN_CPUSET_BYTES, or NULL */
+};
+/* Encode CALL's state with the K tasks T into a new memfd; PGROUP > 0
+ * makes them join that process group, TOKEN (or NULL) is a stand-in's.
+ * 0, or an errno (E2BIG: over 4 GB). */
+int pspawn_encode_request(struct encoded_request *r, const struct call *c,
+                          const struct encode_task *t, int k, pid_t pgroup, const char *token);
+/* Send R as request ID on SOCK with the call's fds.  0 or an errno. */
+int pspawn_send_request(int sock, uint32_t id, const struct encoded_request *r,
+                        const struct call *c);
+void pspawn_encoded_release(struct encoded_request *r);
+
+/* A stand-in's hold on its task (REQ_HOLD): the request's shared mapping,
+ * whose go[0] releases the task. */
+struct pspawn_hold {
+    struct encoded_request req;
+    int held;
+};
+/* Send one stand-in request (a task of CALL's state with TASK's argv and
+ * envp) on SOCK, with the step's TOKEN.  If CALL's flags have REQ_HOLD,
+ * *HOLD keeps the request so that pspawn_standin_go can release the task
+ * (which waits until then, or until the caller is gone). */
+int pspawn_send_standin(int sock, const struct call *c, pspawn_task_t *task,
+                        const char *token, struct pspawn_hold *hold);
+/* Let the held task run (RUN) or exit 127 without running (!RUN). */
+void pspawn_standin_go(struct pspawn_hold *hold, int run);
+
+/* request.c: the vector spawn through the context's zygotes. */
+int pspawn_run_vector(struct pspawn_zygote *z, pspawn_task_t *tasks, size_t n,
+                      const struct call *c);
+
+/* topology.c */
+/* Split the CPUs the caller may use into groups as O's fanout asks.  0, or
+ * an errno with T->describe saying why. */
+int pspawn_topology_groups(const struct pspawn_options *o, int whole, struct pspawn_topology *t);
+void pspawn_topology_free(struct pspawn_topology *t);
+/* T as text (pspawn-topology prints it), and back. */
+void pspawn_topology_write(const struct pspawn_topology *t, FILE *f);
+int pspawn_topology_read(const char *text, struct pspawn_topology *t);
+/* The group a task bound to CPUS goes to: the one its CPUs fall in, or in
+ * turn (*TURN) one of those they span. */
+int pspawn_topology_group_of(const struct pspawn_topology *t, const unsigned char *cpus,
+                             unsigned *turn);
+
+/* standin.c: the stand-in client (pspawn-shim). */
+struct pspawn_standin_client {
+    const char *path;           /* the program */
+    const char *key;            /* the step's zygote listens on pspawn-KEY */
+    const char *token;          /* the step's secret */
+    const char *local_tasks;    /* tasks of the step on this node */
+    const char *options;        /* the step's options (fanout=...), or NULL */
+    void (*log)(const char *msg);   /* what happens, for debugging; or NULL */
+    pid_t zpid;                 /* out: the zygote, if this call started it */
+    int fail_fd;                /* out: listening while the start failed */
+};
+/* A connection to the step's zygote, which this call starts if no other
+ * stand-in has (then C->zpid is our child and must be waited for).
+ * Returns the socket, or -1 when the zygote cannot be reached. */
+int pspawn_standin_connect(struct pspawn_standin_client *c);
+/* Send the one-task request of a stand-in: ARGV with everything exec would
+ * have given the task from this process (environ, cwd, umask, rlimits,
+ * affinity, signal state, and every inherited fd but SOCK and SKIP[] at
+ * its own number).  HOLD: the task waits for pspawn_standin_go. */
+int pspawn_standin_send(int sock, char **argv, const char *token, const int *skip, int nskip,
+                        struct pspawn_hold *hold);
+
+/* environ.c */
+/* The proxy library to preload ($PSPAWN_PROXY, else the installed one). */
+const char *pspawn_proxy_path(void);
+/* A zygote's environment: BASE (NULL: the caller's environ), with the
+ * proxy appended to its LD_PRELOAD, LD_BIND_NOW=1, the user's values of
+ * both kept for the proxy to restore, and EXTRA (NULL-terminated "K=V"
+ * strings). */
+char **pspawn_zygote_environ(const char *const extra[], char *const base[]);
+/* Whether "K=V" is read by the dynamic loader or libc before main: such a
+ * variable must be the same in a task as in its zygote. */
+int pspawn_loader_var(const char *kv);
+/* The loader variables of ENV, copied, NULL-terminated (NULL: no memory). */
+char **pspawn_loader_env_of(char *const env[]);
+/* NULL if ENVP has the zygote's loader variables, else the name (up to
+ * '=') of the first that differs. */
+const char *pspawn_loader_env_differs(const struct pspawn_zygote *z,
+                                      char *const envp[], size_t *namelen);
+void pspawn_free_environ(char **env);
+
+/* creds.c */
+/* Read the caller's credentials; returns 0 or an errno. */
+int pspawn_creds_get(struct pspawn_creds *c);
+/* What differs between A and B ("user IDs", ...), or NULL. */
+const char *pspawn_creds_differ(const struct pspawn_creds *a, const struct pspawn_creds *b);
+
+/* zygote.c: the zygote handle. */
+/* How a zygote is exec'd, by a context (direct mode) or by the stand-in
+ * shim (stand-in mode): PATH with the proxy preloaded, BASE_ENV (NULL: the
+ * caller's environ) plus EXTRA_ENV, the caller's stdio or /dev/null, the
+ * caller's FDS[i] at number AT[i], every signal at its default and none
+ * blocked, and CPUSET as its affinity (NULL: the caller's). */
+#define ZYGOTE_EXEC_FDS 4
+struct zygote_exec {
+    const char *path;
+    char *const *base_env;
+    const char *const *extra_env;
+    int null_stdio;
+    int fds[ZYGOTE_EXEC_FDS], at[ZYGOTE_EXEC_FDS], nfds;
+    const unsigned char *cpuset;
+};
+int pspawn_zygote_exec(const struct zygote_exec *x, pid_t *pid);
+/* Wait up to TIMEOUT_MS for the ready message of the zygote PID on SOCK.
+ * Returns 0 (*R filled), ETIMEDOUT, EPIPE (closed: it died), or EPROTO
+ * (the message came from another pid, in R->pid). */
+int pspawn_zygote_await(int sock, pid_t pid, int timeout_ms, struct zygote_ready *r);
+/* Start Z's root zygote (pinned to CORE while it loads, if >= 0) and, as
+ * Z->opts ask, its sub-zygotes; a zygote that cannot serve leaves Z in
+ * fallback with the reason.  0 or ENOMEM. */
+int pspawn_zygote_start(struct pspawn_zygote *z, int core, char *const envp[]);
+/* Kill and reap every zygote of Z, close their channels. */
+void pspawn_zygote_stop(struct pspawn_zygote *z);
+/* How long a zygote may take to load and park before it counts as hung. */
+int pspawn_start_timeout_ms(const struct pspawn_zygote *z);
+/* A request id, unique in Z. */
+uint32_t pspawn_zygote_next_id(struct pspawn_zygote *z);
+/* Ask the root for the sub-zygote of group S (start=lazy): requests may be
+ * sent to it at once.  0, or an errno (S then lost). */
+int pspawn_server_start(struct pspawn_zygote *z, int s);
+/* Take server S's ready message off its socket (SERVER_STARTING): 1 when
+ * it is ready, 0 when nothing came, -1 when it failed (then lost). */
+int pspawn_server_ready(struct pspawn_zygote *z, int s);
+/* Server S is gone or useless: hang up, kill it if asked (and wait for it
+ * to die, within the timeout), reap it, and never send to it again.  The
+ * root takes its sub-zygotes with it; with no server left, Z falls back to
+ * exec for good. */
+void pspawn_server_lost(struct pspawn_zygote *z, int s, int kill_it, const char *why);
+/* The server to send a task bound to CPUS to, or -1 if none serves. */
+int pspawn_server_for(struct pspawn_zygote *z, const unsigned char *cpus);
+
+/* fanout.c (launcher side): the groups and their sub-zygotes. */
+/* Z's groups from its options and the topology, and a server for each
+ * (none started).  0 or ENOMEM; the topology failing means one group. */
+int pspawn_fanout_plan(struct pspawn_zygote *z);
+/* With the root parked: ask it for its sub-zygotes (start=eager: all, and
+ * wait for them; lazy: none yet).  0 or ENOMEM. */
+int pspawn_fanout_start(struct pspawn_zygote *z);
+/* The fan-out message a stand-in sends the root it started, on SOCK. */
+int pspawn_fanout_send_standin(int sock, const struct pspawn_topology *t,
+                               const struct pspawn_options *o);
+/* Remove what the fan-out made outside the processes: replica copies,
+ * cgroups; free the servers. */
+void pspawn_fanout_cleanup(struct pspawn_zygote *z);
+/* Why a zygote that reported STATUS (enum zygote_status, not PARKED) with
+ * DETAIL cannot serve, as a sentence for the fallback reason. */
+void pspawn_zygote_refusal(char *buf, size_t size, int status, int detail);
+void pspawn_fallback(struct pspawn_zygote *z, int for_good, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Every server of Z lost (see pspawn_server_lost): exec from now on. */
+void pspawn_zygote_lost(struct pspawn_zygote *z, int kill_it);
+/* Returns 0 or the errno of the signal (EPERM once the caller dropped
+ * the privileges the zygote still has). */
+int pspawn_signal_server(const struct zygote_server *sv, int sig);
+void pspawn_debug(const struct pspawn_zygote *z, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* util.c */
+uint64_t pspawn_sigset_to_u64(const sigset_t *s);
+int pspawn_env_true(const char *name);
+double pspawn_now_ms(void);
+
+#endif

@@ -1,0 +1,375 @@
+/*
+ * The zygote handle: starting a zygote (exec, then its ready message),
+ * signalling, reaping and losing it, and the reason a context uses exec.
+ * The request pipeline (request.c) and the public calls (context.c) go
+ * through these; nothing here calls back into them.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
+void pspawn_debug(const struct pspawn_zygote *z, const char *fmt, ...)
+{
+    if (!z->debug)
+        return;
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "libpspawn: %s: %s\n", z->prog.path ? z->prog.path : "?", buf);
+}
+
+void pspawn_fallback(struct pspawn_zygote *z, int for_good, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(z->reason, sizeof z->reason, fmt, ap);
+    va_end(ap);
+    z->have_reason = 1;
+    if (for_good)
+        z->fallback = 1;
+    pspawn_debug(z, "exec fallback: %s", z->reason);
+}
+
+/* Signal and reap a server through its pidfd where there is one: a
+ * launcher that reaps every child itself (prted's waitpid(-1)) may have
+ * reaped it already, and its pid may since belong to another process. */
+int pspawn_signal_server(const struct zygote_server *sv, int sig)
+{
+    int r = 0;
+    if (sv->pidfd >= 0)
+        r = (int)syscall(SYS_pidfd_send_signal, sv->pidfd, sig, NULL, 0);
+    else if (sv->pid > 0)
+        r = kill(sv->pid, sig);
+    return r < 0 ? errno : 0;
+}
+
+static int reap_server(struct zygote_server *sv, int *status)
+{
+    if (sv->pidfd >= 0) {
+        siginfo_t si;
+        memset(&si, 0, sizeof si);
+        int r;
+        while ((r = waitid((idtype_t)P_PIDFD, (id_t)sv->pidfd, &si, WEXITED)) < 0 && errno == EINTR)
+            ;
+        if (r < 0)
+            return 0;   /* reaped by someone else */
+        *status = si.si_code == CLD_EXITED ? (si.si_status & 0xff) << 8 : si.si_status & 0x7f;
+        return 1;
+    }
+    pid_t r;
+    while ((r = waitpid(sv->pid, status, 0)) < 0 && errno == EINTR)
+        ;
+    return r == sv->pid;
+}
+
+static void close_server(struct zygote_server *sv)
+{
+    if (sv->sock >= 0)
+        close(sv->sock);
+    if (sv->pidfd >= 0)
+        close(sv->pidfd);
+    sv->sock = sv->pidfd = -1;
+}
+
+static int serving(const struct zygote_server *sv)
+{
+    return sv->state == SERVER_READY || sv->state == SERVER_STARTING;
+}
+
+void pspawn_server_lost(struct pspawn_zygote *z, int s, int kill_it, const char *why)
+{
+    struct zygote_server *sv = &z->servers[s];
+    if (sv->state == SERVER_LOST)
+        return;
+    /* One that never said it was ready is our child all the same (made
+     * with CLONE_PARENT): its maker wrote its pid. */
+    int32_t made = sv->pid_slot ? __atomic_load_n(sv->pid_slot, __ATOMIC_ACQUIRE) : 0;
+    if (sv->pid <= 0 && made > 0) {
+        sv->pid = made;
+        sv->pidfd = (int)syscall(SYS_pidfd_open, sv->pid, 0);
+    }
+    /* Hang up first: a zygote exits when its launcher does, which is all
+     * that stops one the launcher may no longer signal (it gave up the
+     * privileges the zygote kept).  One that does not exit in time (a
+     * stopped one) is left unreaped rather than waited for forever. */
+    if (sv->sock >= 0)
+        close(sv->sock);
+    sv->sock = -1;
+    if (sv->pid > 0) {
+        int st, reap = 1;
+        if (kill_it && pspawn_signal_server(sv, SIGKILL) != 0 && sv->pidfd >= 0) {
+            struct pollfd p = { sv->pidfd, POLLIN, 0 };
+            reap = poll(&p, 1, z->timeout_ms) == 1;
+        }
+        if (reap)
+            reap_server(sv, &st);
+        sv->pid = -1;
+    }
+    close_server(sv);
+    sv->state = SERVER_LOST;
+    snprintf(sv->why, sizeof sv->why, "%s", why ? why : "stopped");
+    if (s > 0)
+        pspawn_debug(z, "sub-zygote %d lost: %s", s, sv->why);
+    /* Sub-zygotes watch their root and exit with it; they are ours to
+     * reap. */
+    if (s == 0)
+        for (int k = 1; k < z->topo.ngroups; k++)
+            pspawn_server_lost(z, k, kill_it || z->servers[k].state == SERVER_READY,
+                               "its root zygote is gone");
+    int left = 0;
+    for (int k = 0; k < z->topo.ngroups; k++)
+        left += serving(&z->servers[k]) || z->servers[k].state == SERVER_NONE;
+    /* The report pipe stays open: tasks released before the loss still
+     * report, and a task must never die writing its report. */
+    if (!left || s == 0)
+        z->fallback = 1;
+}
+
+/* Every zygote is gone or useless: kill them if asked, reap them, and use
+ * exec from now on. */
+void pspawn_zygote_lost(struct pspawn_zygote *z, int kill_it)
+{
+    if (z->servers)
+        pspawn_server_lost(z, 0, kill_it, "stopped");
+    z->fallback = 1;
+}
+
+void pspawn_zygote_refusal(char *buf, size_t size, int status, int detail)
+{
+    switch (status) {
+    case ZYGOTE_THREADED:
+        snprintf(buf, size, "zygote has %d threads at main (a constructor started a thread; "
+                 "fork would copy only one)", detail);
+        break;
+    case ZYGOTE_POSIX_TIMERS:
+        snprintf(buf, size, "zygote has POSIX timers at main (%d: a constructor called "
+                 "timer_create; fork keeps none)", detail);
+        break;
+    case ZYGOTE_NO_LIBC_START:
+        snprintf(buf, size, "program does not start through __libc_start_main "
+                 "(not a glibc program): no place to park it");
+        break;
+    case ZYGOTE_LISTEN_FAILED:
+        snprintf(buf, size, "zygote could not listen for the step's tasks: %s", strerror(detail));
+        break;
+    default:
+        snprintf(buf, size, "zygote gave no answer it could be started with (status %d)", status);
+    }
+}
+
+
+int pspawn_start_timeout_ms(const struct pspawn_zygote *z)
+{
+    /* Loading a program with a thousand libraries from a slow file system
+     * can take minutes; only then is a silent zygote a hung one. */
+    int t = 4 * z->timeout_ms;
+    return t < 120000 ? 120000 : t;
+}
+
+
+int pspawn_zygote_exec(const struct zygote_exec *x, pid_t *pid)
+{
+    char **env = pspawn_zygote_environ(x->extra_env, x->base_env);
+    if (!env)
+        return ENOMEM;
+    /* Stdio: the caller's 0-2 where open, or /dev/null (a stand-in's
+     * zygote must not hold its task's pipes open). */
+    struct child_action actions[3 + ZYGOTE_EXEC_FDS];
+    int fds[3 + ZYGOTE_EXEC_FDS], nfds = 0, nact = 0, null = -1;
+    if (x->null_stdio && (null = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0) {
+        int e = errno;
+        pspawn_free_environ(env);
+        return e;
+    }
+    for (int fd = 0; fd <= 2; fd++)
+        if (null >= 0 || fcntl(fd, F_GETFD) >= 0) {
+            fds[nfds] = null >= 0 ? null : fd;
+            actions[nact++] = (struct child_action){ FA_DUP2, fd, nfds++, 0, 0, NULL };
+        }
+    for (int i = 0; i < x->nfds && i < ZYGOTE_EXEC_FDS; i++) {
+        fds[nfds] = x->fds[i];
+        actions[nact++] = (struct child_action){ FA_DUP2, x->at[i], nfds++, 0, 0, NULL };
+    }
+    /* Every signal starts at its default and none is blocked, so that at
+     * park time a non-default disposition is one a constructor set. */
+    struct child_setup s = {
+        .actions = actions, .nactions = nact, .fds = fds, .nfds = nfds,
+        .sig_default = ~UINT64_C(0),
+        .cpuset = x->cpuset,
+    };
+    char *argv[] = { (char *)x->path, NULL };
+    int err = pspawn_exec_setup(pid, x->path, &s, 0, argv, env);
+    pspawn_free_environ(env);
+    if (null >= 0)
+        close(null);
+    return err;
+}
+
+int pspawn_zygote_await(int sock, pid_t pid, int timeout_ms, struct zygote_ready *r)
+{
+    struct pollfd pfd = { sock, POLLIN, 0 };
+    int pr;
+    while ((pr = poll(&pfd, 1, timeout_ms)) < 0 && errno == EINTR)
+        ;
+    if (pr == 0)
+        return ETIMEDOUT;
+    ssize_t got = pr > 0 ? recv(sock, r, sizeof *r, 0) : -1;
+    if (got != (ssize_t)sizeof *r || r->magic != PSPAWN_MAGIC)
+        return EPIPE;
+    /* Only a program the zygote's constructors started could send another
+     * pid, with the variables it inherited (the proxy stops that). */
+    if (r->pid != (int32_t)pid)
+        return EPROTO;
+    return 0;
+}
+
+/* The root zygote: exec'd once, it parks and serves group 0. */
+static int start_root(struct pspawn_zygote *z, int core, char *const envp[])
+{
+    /* The zygote's channels sit just below the fd limit, far from the
+     * numbers a constructor would get. */
+    struct rlimit rl;
+    int top = 1024;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 1024)
+        top = (int)rl.rlim_cur;
+    int zsock_fd = top - 1, zreport_fd = top - 2;
+
+    int sv[2], rep[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+        return errno;
+    if (pipe2(rep, O_CLOEXEC) < 0) {
+        int e = errno;
+        close(sv[0]);
+        close(sv[1]);
+        return e;
+    }
+    char sock_var[64], report_var[64];
+    snprintf(sock_var, sizeof sock_var, PSPAWN_ENV_SOCK "=%d", zsock_fd);
+    snprintf(report_var, sizeof report_var, PSPAWN_ENV_REPORT "=%d", zreport_fd);
+    const char *const extra[] = { sock_var, report_var, NULL };
+    unsigned char cpuset[PSPAWN_CPUSET_BYTES];
+    memset(cpuset, 0, sizeof cpuset);
+    if (core >= 0 && core < PSPAWN_CPUSET_BYTES * 8)
+        cpuset[core / 8] |= (unsigned char)(1u << (core % 8));
+    struct zygote_exec x = {
+        .path = z->prog.path, .base_env = envp, .extra_env = extra,
+        .fds = { sv[1], rep[1] }, .at = { zsock_fd, zreport_fd }, .nfds = 2,
+        .cpuset = core >= 0 ? cpuset : NULL,
+    };
+    pid_t pid;
+    int err = pspawn_zygote_exec(&x, &pid);
+    close(sv[1]);
+    close(rep[1]);
+    if (err) {
+        close(sv[0]);
+        close(rep[0]);
+        if (err == ENOMEM)
+            return err;
+        pspawn_fallback(z, 1, "could not start the zygote: %s", strerror(err));
+        return 0;
+    }
+    struct zygote_server *root = &z->servers[0];
+    root->pid = pid;
+    root->sock = sv[0];
+    root->state = SERVER_STARTING;
+    z->pgid = getpgrp();
+    z->sid = getsid(0);
+    z->report_r = rep[0];
+    root->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (root->pidfd >= 0)
+        fcntl(root->pidfd, F_SETFD, FD_CLOEXEC);
+
+    struct zygote_ready ready;
+    err = pspawn_zygote_await(root->sock, pid, pspawn_start_timeout_ms(z), &ready);
+    if (err == ETIMEDOUT || err == EPIPE) {
+        int st = 0;
+        if (err == ETIMEDOUT)
+            pspawn_signal_server(root, SIGKILL);
+        reap_server(root, &st);
+        root->pid = -1;
+        pspawn_zygote_lost(z, 0);
+        if (err == ETIMEDOUT)
+            pspawn_fallback(z, 1, "zygote stopped answering during startup (%d ms)",
+                            pspawn_start_timeout_ms(z));
+        else if (WIFSIGNALED(st))
+            pspawn_fallback(z, 1, "zygote died during startup (signal %d)", WTERMSIG(st));
+        else
+            pspawn_fallback(z, 1, "zygote died during startup (exit status %d)",
+                            WEXITSTATUS(st));
+        return 0;
+    }
+    if (err == EPROTO) {
+        pspawn_zygote_lost(z, 1);
+        pspawn_fallback(z, 1, "the zygote's ready message came from pid %d, not from the "
+                        "zygote (%d)", (int)ready.pid, (int)pid);
+        return 0;
+    }
+    if (ready.status != ZYGOTE_PARKED) {
+        char why[160];
+        pspawn_zygote_refusal(why, sizeof why, (int)ready.status, ready.detail);
+        pspawn_zygote_lost(z, 0);
+        pspawn_fallback(z, 1, "%s", why);
+        return 0;
+    }
+    root->state = SERVER_READY;
+    pspawn_debug(z, "zygote %d parked", (int)pid);
+    return 0;
+}
+
+int pspawn_zygote_start(struct pspawn_zygote *z, int core, char *const envp[])
+{
+    const char *proxy = pspawn_proxy_path();
+    if (access(proxy, R_OK) < 0) {
+        pspawn_fallback(z, 1, "proxy library %s not found (%s)", proxy, strerror(errno));
+        return 0;
+    }
+    /* The groups first: there is a server for each. */
+    int err = pspawn_fanout_plan(z);
+    if (!err)
+        err = start_root(z, core, envp);
+    if (!err && !z->fallback && z->topo.ngroups > 1)
+        err = pspawn_fanout_start(z);
+    return err;
+}
+
+void pspawn_zygote_stop(struct pspawn_zygote *z)
+{
+    /* A zygote holds no task and no state worth a clean exit: its
+     * destructors must not run, since main never did. */
+    pspawn_zygote_lost(z, 1);
+    if (z->report_r >= 0)
+        close(z->report_r);
+    z->report_r = -1;
+    pspawn_fanout_cleanup(z);
+}
+
+uint32_t pspawn_zygote_next_id(struct pspawn_zygote *z)
+{
+    return ++z->next_req;
+}

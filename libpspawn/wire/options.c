@@ -1,0 +1,172 @@
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "options.h"
+
+/* What the benchmarks chose (bench/README.md, "Fan-out"): exec'd
+ * sub-zygotes fork as cheaply as the root, forked ones pay for the longer
+ * copy-on-write chains of every level. */
+#define PSPAWN_DEFAULT_SUBZYGOTE PSPAWN_SUB_EXEC
+
+static const char *const fanout_names[] = {
+    [PSPAWN_FANOUT_AUTO] = "auto", [PSPAWN_FANOUT_NONE] = "none",
+    [PSPAWN_FANOUT_NUMA] = "numa", [PSPAWN_FANOUT_L3] = "l3",
+    [PSPAWN_FANOUT_PACKAGE] = "package", [PSPAWN_FANOUT_CORE] = "core",
+};
+static const char *const subzygote_names[] = {
+    [PSPAWN_SUB_FORK] = "fork", [PSPAWN_SUB_EXEC] = "exec",
+    [PSPAWN_SUB_REPLICATE] = "replicate", [PSPAWN_SUB_CGROUP] = "cgroup",
+};
+static const char *const word_names[] = {
+    [PSPAWN_WORD_OFF] = "off", [PSPAWN_WORD_ON] = "on", [PSPAWN_WORD_AUTO] = "auto",
+};
+
+void pspawn_options_defaults(struct pspawn_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->word = PSPAWN_WORD_UNSET;
+    o->fanout = PSPAWN_FANOUT_AUTO;
+    o->subzygote = PSPAWN_DEFAULT_SUBZYGOTE;
+}
+
+static int lookup(const char *w, size_t len, const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (names[i] && strlen(names[i]) == len && strncmp(w, names[i], len) == 0)
+            return i;
+    return -1;
+}
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (errlen > 0)
+        vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+#define N_OF(a) ((int)(sizeof a / sizeof a[0]))
+
+static int parse_item(struct pspawn_options *o, const char *item, size_t len, char *err,
+                      size_t errlen, int *word_given)
+{
+    const char *eq = memchr(item, '=', len);
+    if (!eq) {
+        int w = lookup(item, len, word_names, N_OF(word_names));
+        if (w < 0)
+            return fail(err, errlen, "\"%.*s\": expected on, off, auto or KEY=VALUE "
+                        "(keys: fanout, subzygote, start, cgroup)", (int)len, item);
+        o->word = w;
+        o->given |= PSPAWN_OPT_WORD;
+        *word_given = 1;
+        return 0;
+    }
+    size_t klen = (size_t)(eq - item), vlen = len - klen - 1;
+    const char *v = eq + 1;
+    int k;
+    if (klen == 6 && strncmp(item, "fanout", 6) == 0) {
+        if ((k = lookup(v, vlen, fanout_names, N_OF(fanout_names))) >= 0) {
+            o->fanout = k;
+        } else {
+            char num[16] = "";
+            char *end = num;
+            long n = 0;
+            if (vlen > 0 && vlen < sizeof num) {
+                memcpy(num, v, vlen);
+                n = strtol(num, &end, 10);
+            }
+            if (!num[0] || *end || n < 1 || n > 4096)
+                return fail(err, errlen, "fanout=%.*s: expected auto, none, numa, l3, package, "
+                            "core or a number of cores per group (1-4096)", (int)vlen, v);
+            o->fanout = PSPAWN_FANOUT_CORES;
+            o->cores_per_group = (int)n;
+        }
+        o->given |= PSPAWN_OPT_FANOUT;
+    } else if (klen == 9 && strncmp(item, "subzygote", 9) == 0) {
+        if ((k = lookup(v, vlen, subzygote_names, N_OF(subzygote_names))) < 0)
+            return fail(err, errlen, "subzygote=%.*s: expected fork, exec, replicate or cgroup",
+                        (int)vlen, v);
+        o->subzygote = k;
+        o->given |= PSPAWN_OPT_SUBZYGOTE;
+    } else if (klen == 5 && strncmp(item, "start", 5) == 0) {
+        if (vlen == 5 && strncmp(v, "eager", 5) == 0)
+            o->lazy = 0;
+        else if (vlen == 4 && strncmp(v, "lazy", 4) == 0)
+            o->lazy = 1;
+        else
+            return fail(err, errlen, "start=%.*s: expected eager or lazy", (int)vlen, v);
+        o->given |= PSPAWN_OPT_START;
+    } else if (klen == 6 && strncmp(item, "cgroup", 6) == 0) {
+        if (vlen == 0 || v[0] != '/' || vlen >= sizeof o->cgroup)
+            return fail(err, errlen, "cgroup=%.*s: expected an absolute path (under %zu bytes)",
+                        (int)vlen, v, sizeof o->cgroup);
+        memcpy(o->cgroup, v, vlen);
+        o->cgroup[vlen] = 0;
+        o->given |= PSPAWN_OPT_CGROUP;
+    } else {
+        return fail(err, errlen, "\"%.*s\": unknown key \"%.*s\" (keys: fanout, subzygote, "
+                    "start, cgroup)", (int)len, item, (int)klen, item);
+    }
+    return 0;
+}
+
+int pspawn_options_parse(struct pspawn_options *o, const char *text, char *err, size_t errlen)
+{
+    if (errlen > 0)
+        err[0] = 0;
+    if (!text)
+        return 0;
+    int word_given = 0, key_given = 0;
+    for (const char *p = text; *p;) {
+        size_t len = strcspn(p, ",");
+        if (len == 0)
+            return fail(err, errlen, "\"%s\": empty item (items are separated by one comma)",
+                        text);
+        int had = word_given;
+        if (parse_item(o, p, len, err, errlen, &word_given) < 0)
+            return -1;
+        if (word_given == had)
+            key_given = 1;
+        p += len;
+        if (*p == ',' && !*++p)
+            return fail(err, errlen, "\"%s\": ends with a comma", text);
+    }
+    if (key_given && !word_given) {
+        o->word = PSPAWN_WORD_ON;
+        o->given |= PSPAWN_OPT_WORD;
+    }
+    if (o->subzygote == PSPAWN_SUB_CGROUP && !o->cgroup[0])
+        return fail(err, errlen, "subzygote=cgroup needs cgroup=DIR (a cgroup v2 directory)");
+    return 0;
+}
+
+const char *pspawn_fanout_name(const struct pspawn_options *o, char *buf, size_t size)
+{
+    if (o->fanout == PSPAWN_FANOUT_CORES) {
+        snprintf(buf, size, "%d", o->cores_per_group);
+        return buf;
+    }
+    return fanout_names[o->fanout];
+}
+
+const char *pspawn_subzygote_name(int subzygote)
+{
+    return subzygote >= 0 && subzygote < N_OF(subzygote_names) ? subzygote_names[subzygote] : "?";
+}
+
+int pspawn_options_format(const struct pspawn_options *o, char *buf, size_t size)
+{
+    char n[16];
+    int len = snprintf(buf, size, "fanout=%s,subzygote=%s,start=%s%s%s",
+                       pspawn_fanout_name(o, n, sizeof n), pspawn_subzygote_name(o->subzygote),
+                       o->lazy ? "lazy" : "eager", o->cgroup[0] ? ",cgroup=" : "", o->cgroup);
+    return len >= 0 && (size_t)len < size ? 0 : -1;
+}

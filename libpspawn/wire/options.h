@@ -1,0 +1,94 @@
+/*
+ * One syntax for what a user asks of libpspawn, whatever the front door:
+ * a comma-separated list of words and KEY=VALUE pairs.
+ *
+ *   srun --pspawn=on,fanout=l3      plugstack.conf: default=auto,fanout=core
+ *   pspawn --pspawn=fanout=4 ...    mpirun --mca odls_pspawn_options fanout=numa
+ *   pspawn_context_create_opts(&ctx, path, envp, "fanout=l3,subzygote=exec")
+ *
+ * Words: on, off, auto (whether a step uses a zygote; front doors that
+ * always ask for one ignore them).  Any KEY=VALUE implies on.  Keys:
+ *   fanout=auto|none|numa|l3|package|core|N
+ *       how the CPUs the launcher may use are split among fork-serving
+ *       processes (the root zygote and its sub-zygotes): one per NUMA node,
+ *       L3 cache, package or core, N cores per group within each NUMA node
+ *       and L3, or none (one zygote).  auto: NUMA node, then L3, then groups
+ *       of PSPAWN_DEFAULT_GROUP_CORES cores; no fan-out where that is one.
+ *   subzygote=fork|exec|replicate|cgroup
+ *       how each sub-zygote is made: forked from the root (fork), exec'd
+ *       of its own (exec), exec'd on per-group copies of the program's
+ *       libraries (replicate), or that in a cpuset cgroup of its group
+ *       (cgroup, with cgroup=DIR, cgroup v2).
+ *   start=eager|lazy
+ *       sub-zygotes made when the zygote parks, or at a group's first task.
+ *   cgroup=DIR
+ *       the cgroup v2 directory under which subzygote=cgroup makes one
+ *       cgroup per group (its cpuset controller enabled for children).
+ * Later features add their keys here.  Unknown keys are errors, so a typo
+ * never silently does nothing.
+ */
+#ifndef PSPAWN_OPTIONS_H
+#define PSPAWN_OPTIONS_H
+
+#include <limits.h>
+#include <stddef.h>
+
+/* Cores per group that fanout=auto aims at: the serial-cost model (one
+ * zygote's fork CPU against a task's total CPU, ~1.85 against ~6.2 ms per
+ * task at 500 libraries) asks for one fork-serving process per ~3 cores. */
+#define PSPAWN_DEFAULT_GROUP_CORES 3
+
+enum pspawn_word { PSPAWN_WORD_UNSET = -1, PSPAWN_WORD_OFF = 0, PSPAWN_WORD_ON = 1,
+                   PSPAWN_WORD_AUTO = 2 };
+
+enum pspawn_fanout {
+    PSPAWN_FANOUT_AUTO,
+    PSPAWN_FANOUT_NONE,
+    PSPAWN_FANOUT_NUMA,
+    PSPAWN_FANOUT_L3,
+    PSPAWN_FANOUT_PACKAGE,
+    PSPAWN_FANOUT_CORE,
+    PSPAWN_FANOUT_CORES,    /* cores_per_group cores per group */
+};
+
+enum pspawn_subzygote {
+    PSPAWN_SUB_FORK,
+    PSPAWN_SUB_EXEC,
+    PSPAWN_SUB_REPLICATE,
+    PSPAWN_SUB_CGROUP,
+};
+
+struct pspawn_options {
+    int word;               /* enum pspawn_word, or UNSET */
+    int fanout;             /* enum pspawn_fanout */
+    int cores_per_group;    /* PSPAWN_FANOUT_CORES */
+    int subzygote;          /* enum pspawn_subzygote */
+    int lazy;               /* start=lazy */
+    char cgroup[PATH_MAX];  /* cgroup=DIR, or "" */
+    unsigned given;         /* PSPAWN_OPT_* bits: what the text set */
+};
+#define PSPAWN_OPT_WORD      0x1u
+#define PSPAWN_OPT_FANOUT    0x2u
+#define PSPAWN_OPT_SUBZYGOTE 0x4u
+#define PSPAWN_OPT_START     0x8u
+#define PSPAWN_OPT_CGROUP    0x10u
+
+/* The defaults: word unset, fanout=auto, subzygote=PSPAWN_DEFAULT_SUBZYGOTE,
+ * start=eager. */
+void pspawn_options_defaults(struct pspawn_options *o);
+
+/* Parse TEXT (NULL or "": nothing) on top of O: later keys win.  A key
+ * implies on unless a word says otherwise.  Returns 0, or -1 with a
+ * sentence in ERR (ERRLEN bytes, always terminated) naming what was wrong
+ * and what is expected; O may then be partly updated. */
+int pspawn_options_parse(struct pspawn_options *o, const char *text, char *err, size_t errlen);
+
+/* O as text that pspawn_options_parse reads back (every key, no word).
+ * 0, or -1 if SIZE is too small. */
+int pspawn_options_format(const struct pspawn_options *o, char *buf, size_t size);
+
+/* "numa", "l3", ..., "4" (into BUF for N cores); "fork", "exec", ... */
+const char *pspawn_fanout_name(const struct pspawn_options *o, char *buf, size_t size);
+const char *pspawn_subzygote_name(int subzygote);
+
+#endif

@@ -1,0 +1,69 @@
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "procfs.h"
+
+int pspawn_proc_stat(pid_t pid, int first, int last, unsigned long long *out)
+{
+    char path[48], buf[2048];
+    if (first < 3 || last < first) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (pid > 0)
+        snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    else
+        snprintf(path, sizeof path, "/proc/self/stat");
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            errno = ESRCH;
+        return -1;
+    }
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    int e = errno;
+    close(fd);
+    if (n <= 0) {
+        errno = n < 0 ? e : ESRCH;
+        return -1;
+    }
+    buf[n] = 0;
+    /* The command name may hold spaces and parentheses: fields restart
+     * after its last ')'. */
+    const char *p = strrchr(buf, ')');
+    if (!p) {
+        errno = EINVAL;
+        return -1;
+    }
+    p++;
+    for (int field = 3; field <= last; field++) {
+        while (*p == ' ')
+            p++;
+        if (!*p || *p == '\n') {
+            errno = EINVAL;
+            return -1;
+        }
+        unsigned long long v = 0;
+        if (field == 3) {
+            v = (unsigned char)*p++;
+        } else {
+            int neg = *p == '-';
+            if (neg)
+                p++;
+            for (; *p >= '0' && *p <= '9'; p++)
+                v = v * 10 + (unsigned long long)(*p - '0');
+            if (neg)
+                v = (unsigned long long)-(long long)v;
+        }
+        while (*p && *p != ' ' && *p != '\n')
+            p++;
+        if (field >= first)
+            out[field - first] = v;
+    }
+    return 0;
+}

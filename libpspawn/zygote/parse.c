@@ -1,0 +1,250 @@
+/*
+ * Reading a request: the message and the fds it brings, then the checks
+ * and the comparison with the parked state that turn it into the setup
+ * every task of the request starts from.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "zygote.h"
+
+static int in_list(const int *v, int n, int x)
+{
+    for (int i = 0; i < n; i++)
+        if (v[i] == x)
+            return 1;
+    return 0;
+}
+
+/* Which of the caller's process attributes PS the task must set: those
+ * that differ from the parked state and can be read on both sides.  MDWE
+ * can only be added, and one set with PR_MDWE_NO_INHERIT is not passed on
+ * to an exec'd task either. */
+static unsigned procstate_flags(const struct wire_procstate *ps)
+{
+    unsigned flags = 0;
+    if (ps->personality >= 0 && parked.proc.personality >= 0 && ps->personality != parked.proc.personality)
+        flags |= REQ_PERSONALITY;
+    if (ps->thp_disable >= 0 && parked.proc.thp_disable >= 0 && ps->thp_disable != parked.proc.thp_disable)
+        flags |= REQ_THP_DISABLE;
+    if (ps->ioprio >= 0 && parked.proc.ioprio >= 0 && ps->ioprio != parked.proc.ioprio)
+        flags |= REQ_IOPRIO;
+    if (ps->timerslack > 0 && parked.proc.timerslack > 0 && ps->timerslack != parked.proc.timerslack)
+        flags |= REQ_TIMERSLACK;
+    if (ps->mdwe > 0 && !(ps->mdwe & PR_MDWE_NO_INHERIT) && parked.proc.mdwe == 0)
+        flags |= REQ_MDWE;
+    return flags;
+}
+
+/* Whether a task must set one piece of state: exec gives it the caller's
+ * with the constructors' changes on top.  CALLER: the caller's differs
+ * from the zygote's start; CTOR: a constructor changed the zygote's;
+ * DIFFERS: the caller's differs from the zygote's now.  1: set the
+ * caller's; 0: keep the zygote's; -1: neither is what exec would give.
+ * Without the start state (an older launcher) the caller's wins. */
+static int ctor_state(int caller, int ctor, int differs)
+{
+    if (!parked.have_base)
+        return differs;
+    if (!caller)
+        return 0;
+    return ctor ? -1 : 1;
+}
+
+static int rl_differs(uint64_t cur, uint64_t max, const struct rlimit *rl)
+{
+    return cur != rl->rlim_cur || max != rl->rlim_max;
+}
+
+int zygote_parse_request(const char *base, size_t size, int *fds, int nfds, const int chan[2],
+                         struct child_setup *tmpl, int *detail)
+{
+    const struct wire_request *w = (const struct wire_request *)base;
+    if (size < sizeof *w || w->ntasks > PSPAWN_REQ_MAX || w->nactions > PSPAWN_FD_MAX + 3 ||
+        w->nrlimits > RLIM_NLIMITS || w->tasks > size ||
+        w->ntasks * sizeof(struct wire_task) > size - w->tasks ||
+        w->actions > size || w->nactions * sizeof(struct wire_action) > size - w->actions ||
+        w->rlimits > size || w->nrlimits * sizeof(struct wire_rlimit) > size - w->rlimits ||
+        w->cwd >= size || !memchr(base + w->cwd, 0, size - w->cwd))
+        return REFUSE_MALFORMED;
+    static struct child_action actions[PSPAWN_FD_MAX + 3];
+    const struct wire_action *wa = (const struct wire_action *)(base + w->actions);
+    for (uint32_t i = 0; i < w->nactions; i++) {
+        if ((wa[i].kind == FA_DUP2 && (wa[i].src < 0 || wa[i].src >= nfds)) || wa[i].fd < 0 ||
+            (wa[i].kind == FA_OPEN && (wa[i].path >= size || !memchr(base + wa[i].path, 0, size - wa[i].path))))
+            return REFUSE_MALFORMED;
+        /* A constructor's fd would be clobbered: exec would have given
+         * the constructor another number, we cannot. */
+        if (wa[i].kind != FA_CLOSE && in_list(parked.ctor_fds, parked.nctor_fds, wa[i].fd)) {
+            *detail = wa[i].fd;
+            return REFUSE_FD_CONFLICT;
+        }
+        actions[i] = (struct child_action){ wa[i].kind, wa[i].fd, wa[i].src, wa[i].oflag,
+                                            (mode_t)wa[i].mode,
+                                            wa[i].kind == FA_OPEN ? base + wa[i].path : NULL };
+    }
+    /* A fork of the zygote would run outside filters its caller is under
+     * (fewer than the zygote's: a constructor installed them, as it would
+     * after an exec). */
+    if (w->seccomp < 0 || (parked.have_base ? w->seccomp != parked.base.seccomp : w->seccomp > parked.seccomp)) {
+        *detail = w->seccomp;
+        return REFUSE_SECCOMP;
+    }
+    /* Only what differs from the parked state costs a system call. */
+    static struct wire_rlimit rl[RLIM_NLIMITS];
+    int nrl = 0;
+    const struct wire_rlimit *wr = (const struct wire_rlimit *)(base + w->rlimits);
+    for (uint32_t i = 0; i < w->nrlimits; i++) {
+        int r = wr[i].resource;
+        if (r < 0 || r >= RLIM_NLIMITS)
+            continue;
+        int what = ctor_state(rl_differs(wr[i].cur, wr[i].max, &parked.base.rl[r]),
+                              rl_differs(parked.rl[r].rlim_cur, parked.rl[r].rlim_max, &parked.base.rl[r]),
+                              rl_differs(wr[i].cur, wr[i].max, &parked.rl[r]));
+        if (what < 0) {
+            *detail = r;
+            return REFUSE_CTOR_STATE;
+        }
+        if (what)
+            rl[nrl++] = wr[i];
+    }
+    unsigned flags = w->flags & (REQ_SETSID | REQ_SETPGROUP);
+    if ((w->flags & REQ_CWD) && strcmp(base + w->cwd, parked.cwd) != 0)
+        flags |= REQ_CWD;
+    if (w->flags & REQ_UMASK) {
+        int what = ctor_state(w->umask != parked.base.umask, parked.umask != parked.base.umask,
+                              (mode_t)w->umask != parked.umask);
+        if (what < 0) {
+            *detail = CTOR_STATE_UMASK;
+            return REFUSE_CTOR_STATE;
+        }
+        if (what)
+            flags |= REQ_UMASK;
+    }
+    if (w->flags & REQ_NICE) {
+        int what = ctor_state(w->nice != parked.base.nice, parked.nice != parked.base.nice, w->nice != parked.nice);
+        if (what < 0) {
+            *detail = CTOR_STATE_NICE;
+            return REFUSE_CTOR_STATE;
+        }
+        if (what)
+            flags |= REQ_NICE;
+    }
+    if ((w->flags & REQ_SCHED) &&
+        (w->sched_policy != parked.sched_policy || w->sched_priority != parked.sched_priority))
+        flags |= REQ_SCHED;
+    if ((w->flags & REQ_MEMPOLICY) &&
+        (!parked.have_mempolicy || w->mempolicy != parked.mempolicy ||
+         memcmp(w->nodemask, parked.nodemask, sizeof parked.nodemask) != 0))
+        flags |= REQ_MEMPOLICY;
+    if ((w->flags & REQ_NO_NEW_PRIVS) && !parked.no_new_privs)
+        flags |= REQ_NO_NEW_PRIVS;
+    struct wire_procstate ps = w->proc;
+    flags |= procstate_flags(&ps);
+    static int tfds[PSPAWN_FD_MAX + 2];
+    memcpy(tfds, fds, nfds * sizeof(int));
+    tfds[nfds] = chan[0];
+    tfds[nfds + 1] = chan[1];
+    *tmpl = (struct child_setup){
+        .flags = flags,
+        .umask = (mode_t)w->umask,
+        .pgroup = w->pgroup,
+        .nice = w->nice,
+        .sched_policy = w->sched_policy,
+        .sched_priority = w->sched_priority,
+        .mempolicy = w->mempolicy,
+        .nodemask = w->nodemask,
+        .proc = ps,
+        .cwd = base + w->cwd,
+        .cpuset = (w->flags & REQ_CPUSET) && memcmp(w->cpuset, parked.cpuset, sizeof parked.cpuset)
+                      ? w->cpuset : NULL,
+        .rlimits = rl,
+        .nrlimits = nrl,
+        .actions = actions,
+        .nactions = (int)w->nactions,
+        .fds = tfds,
+        .nfds = nfds + 2,
+        .sig_default = 0,
+        .sig_ignore = w->sigign & ~parked.ctor_sigs,
+        .emulate_cloexec = 1,
+    };
+    return 0;
+}
+
+void zygote_drop_request(void *base, size_t size, int *fds, int nfds)
+{
+    for (int i = 0; i < nfds; i++)
+        close(fds[i]);
+    munmap(base, size);
+}
+
+
+/* One message and the fds it brings, FIRST of them before its memfd (a
+ * forwarded stand-in's connection), the memfd mapped shared: the kernel
+ * writes the tasks' pids there, and their go words are swapped there.  The
+ * memfd stays open in FDS[FIRST].  Returns 1, 0 on end of file, -1 on a
+ * malformed message (its fds closed). */
+static int recv_message(int sock, struct request_msg *msg, void **base, int *fds, int *nfds,
+                        int first)
+{
+    union {
+        char buf[CMSG_SPACE(ZYGOTE_MSG_FDS * sizeof(int))];
+        struct cmsghdr align;
+    } cm;
+    struct iovec iov = { msg, sizeof *msg };
+    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
+                         .msg_controllen = sizeof cm.buf };
+    ssize_t n;
+    while ((n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
+        ;
+    if (n <= 0)
+        return 0;
+    *nfds = 0;
+    for (struct cmsghdr *ch = CMSG_FIRSTHDR(&mh); ch; ch = CMSG_NXTHDR(&mh, ch))
+        if (ch->cmsg_level == SOL_SOCKET && ch->cmsg_type == SCM_RIGHTS) {
+            int k = (int)((ch->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+            if (k > ZYGOTE_MSG_FDS - *nfds)
+                k = ZYGOTE_MSG_FDS - *nfds;
+            memcpy(fds + *nfds, CMSG_DATA(ch), k * sizeof(int));
+            *nfds += k;
+        }
+    *base = MAP_FAILED;
+    struct stat st;
+    /* A memfd shorter than it says would fault us on reading it. */
+    if (n == sizeof *msg && (msg->magic == PSPAWN_MAGIC || msg->magic == PSPAWN_FANOUT_MAGIC) &&
+        *nfds >= first + 1 && (uint32_t)*nfds == msg->nfds + 1 + (uint32_t)first &&
+        !(mh.msg_flags & MSG_CTRUNC) && msg->size > 0 && fstat(fds[first], &st) == 0 &&
+        st.st_size >= (off_t)msg->size)
+        *base = mmap(NULL, msg->size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[first], 0);
+    if (*base == MAP_FAILED) {
+        for (int i = 0; i < *nfds; i++)
+            close(fds[i]);
+        return -1;
+    }
+    return 1;
+}
+
+int zygote_recv_request(int sock, struct request_msg *msg, void **base, int *fds, int *nfds)
+{
+    return recv_message(sock, msg, base, fds, nfds, 0);
+}
+
+int zygote_recv_forwarded(int sock, struct request_msg *msg, int *conn, void **base, int *fds,
+                          int *nfds)
+{
+    int all[ZYGOTE_MSG_FDS], n;
+    int r = recv_message(sock, msg, base, all, &n, 1);
+    if (r <= 0)
+        return r;
+    *conn = all[0];
+    *nfds = n - 1;
+    memcpy(fds, all + 1, (size_t)*nfds * sizeof(int));
+    return 1;
+}

@@ -1,0 +1,179 @@
+/*
+ * The zygote side: libpspawn-proxy.so, preloaded into the program the
+ * launcher execs once.  It runs in the user's own process, so it loads no
+ * library of its own (every task would inherit it): topology and memory
+ * placement come from the launcher as plain masks and are applied with
+ * system calls.
+ *
+ *   park.c     the constructor, the __libc_start_main wrapper, and the
+ *              state recorded when the program parks before main
+ *   task.c     a new task: clone, setup as exec would have made it, the go
+ *              handshake, and the return into the real main
+ *   parse.c    reading a request off the wire into the setup every task
+ *              of it starts from
+ *   serve.c    direct mode: clone the launcher's tasks as its children
+ *   fanout.c   sub-zygotes: one fork-serving process per group of CPUs
+ *   standin.c  stand-in mode: fork tasks for stand-ins that connect
+ *
+ * Nothing here is exported but __libc_start_main.
+ */
+#ifndef PSPAWN_ZYGOTE_H
+#define PSPAWN_ZYGOTE_H
+
+#include <limits.h>
+#include <linux/prctl.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <sys/types.h>
+
+#include "child.h"
+#include "protocol.h"
+
+typedef int (*main_fn)(int, char **, char **);
+
+#define MAX_CTOR_FDS 64
+/* The most fds one message brings: a request's memfd and passed fds, a
+ * forwarded stand-in's connection, or a fan-out's sockets and cgroups. */
+#define ZYGOTE_MSG_FDS (PSPAWN_FANOUT_MAX + 4)
+
+struct text_range {
+    uintptr_t start;
+    size_t len;
+};
+
+/* What the zygote looked like when it parked: tasks change only what
+ * differs from it.  A sub-zygote updates what it changes in itself (CPU
+ * set, memory policy) before it serves. */
+/* A fan-out's group, as this zygote knows it (the root, to forward a
+ * stand-in to the sub-zygote of its group). */
+struct zygote_group {
+    unsigned char cpus[PSPAWN_CPUSET_BYTES];
+    int fwd;                    /* stand-in root: its sub-zygote's socket, or -1 */
+    pid_t pid;
+};
+
+struct parked {
+    int active;
+    int sock, report;
+    int sock_at, report_at;     /* their numbers at exec (an exec'd sub's too) */
+    pid_t launcher;             /* who exec'd the root: the launcher, or the stand-in */
+    int launcher_pidfd;         /* -1 where pidfds are missing */
+    pid_t root;                 /* a sub-zygote's root, else 0 */
+    int root_pidfd;
+    int group;                  /* the group this zygote serves (0: the root's) */
+    int forwarded;              /* stand-in sub-zygote: its stand-ins come from the root */
+    char **exec_env;            /* the environment the root was exec'd with */
+    struct wire_group exec_group;   /* an exec'd sub-zygote's group, from its environment */
+    int have_exec_group;
+    char *replica;              /* subzygote=replicate: our copies, removed at exit */
+    int task_cgroup;            /* subzygote=cgroup: the launcher's cgroup, or -1 */
+    struct zygote_group *groups;    /* the stand-in root's fan-out */
+    int ngroups;
+    unsigned turn;
+    unsigned char launch_cpuset[PSPAWN_CPUSET_BYTES];   /* the affinity we were exec'd with */
+    int launch_mempolicy;
+    unsigned char launch_nodemask[PSPAWN_NODEMASK_BYTES];
+    const char *listen_name;    /* stand-in mode */
+    char token[PSPAWN_TOKEN_LEN];
+    long expect_tasks;
+    main_fn real_main;
+    char cwd[PATH_MAX];
+    mode_t umask;
+    int nice, sched_policy, sched_priority;
+    int mempolicy, have_mempolicy;
+    unsigned char nodemask[PSPAWN_NODEMASK_BYTES];
+    int no_new_privs;
+    int seccomp;                /* filters the zygote runs under */
+    struct pspawn_base base;    /* the state the zygote was exec'd with */
+    int have_base;
+    struct wire_procstate proc;
+    struct rlimit rl[RLIM_NLIMITS];
+    unsigned char cpuset[PSPAWN_CPUSET_BYTES];
+    uint64_t ctor_sigs;         /* dispositions a constructor set */
+    int ctor_fds[MAX_CTOR_FDS];
+    int nctor_fds;
+    int *tid_addr;
+    void *robust_head;
+    size_t robust_len;
+    struct prctl_mm_map mm;
+    int have_mm;
+    struct text_range *text;    /* small text mappings, mapped in each task */
+    int ntext;
+    struct itimerval itimer[3]; /* a constructor's alarm or interval timers */
+    int itimers;                /* bit per armed one */
+};
+extern struct parked parked;
+
+/* What a released task returns into main() with. */
+struct task_start {
+    int argc;
+    char **argv;
+    char **envp;
+};
+
+/* park.c */
+void zygote_send_ready(int sock, int status, int detail);
+void zygote_rearm_itimers(void);
+/* Open the pidfds this zygote watches (its launcher, its root): after the
+ * park, so that constructors got the fd numbers exec would give them. */
+void zygote_watch(void);
+/* Wait until SOCK is readable; exits when the launcher or the root is
+ * gone.  EXTRA (or -1) is another fd to wait for: returns 1 when it is
+ * readable, 0 when SOCK is.  TIMEOUT_MS < 0: no timeout; -1 on timeout. */
+int zygote_wait(int sock, int extra, int timeout_ms);
+/* Remove our replicas, if any; then _exit(CODE). */
+void zygote_exit(int code) __attribute__((noreturn));
+
+/* task.c */
+/* fork(2) without glibc's atfork handlers, with the child's thread id
+ * where glibc keeps it, and with the child's pid written to *PARENT_TID
+ * (if not NULL) by the kernel before the child can run. */
+pid_t zygote_clone(unsigned long extra, int *parent_tid);
+void zygote_report(int fd, uint32_t req, uint32_t index, int32_t pid, int32_t err);
+/* In a new task: become what exec would have made, then return the
+ * arguments of main().  STANDIN: the task is our own child (stand-in
+ * mode), not the launcher's. */
+struct task_start zygote_task_main(char *base, size_t size, uint32_t id, uint32_t index,
+                                   struct child_setup *tmpl, int nfds, int standin);
+
+/* parse.c */
+/* Receive one request or fan-out message: its header, its memfd mapped
+ * (*BASE) and left open in FDS[0], then the fds it passes (up to
+ * ZYGOTE_MSG_FDS in all).  Returns 1, 0 on end of file, -1 on a malformed
+ * message (its fds closed). */
+int zygote_recv_request(int sock, struct request_msg *msg, void **base, int *fds, int *nfds);
+/* The same for a message whose first fd is another socket (a stand-in's
+ * connection forwarded by the root): *CONN gets it. */
+int zygote_recv_forwarded(int sock, struct request_msg *msg, int *conn, void **base, int *fds,
+                          int *nfds);
+/* Check a request and turn it into the setup every task of it starts
+ * from.  CHAN are the caller's two channels, which tasks must not lose
+ * during their fd shuffle.  Returns 0, or a request_refusal (detail in
+ * *DETAIL). */
+int zygote_parse_request(const char *base, size_t size, int *fds, int nfds, const int chan[2],
+                         struct child_setup *tmpl, int *detail);
+/* Let go of a request's memfd mapping and passed fds. */
+void zygote_drop_request(void *base, size_t size, int *fds, int nfds);
+
+/* serve.c: direct mode, until the launcher hangs up (then exits). */
+struct task_start zygote_serve(void);
+
+/* fanout.c */
+/* Serve the group in WG ourselves: bind to its CPUs, take memory from its
+ * node, move the private pages we own there, as the parked state says. */
+void zygote_become_group(const struct wire_group *wg);
+/* Make the sub-zygotes a fan-out message lists for us (FDS: the sockets
+ * and cgroups it passed, which are closed here).  Returns 1 in a forked
+ * sub-zygote, which then serves on parked.sock, 0 here.  STANDIN: our
+ * sub-zygotes are our own children and get our stand-ins forwarded. */
+int zygote_fanout(char *base, size_t size, int *fds, int nfds, int standin);
+/* The group a task bound to CPUS goes to among the stand-in root's. */
+int zygote_group_of(const unsigned char *cpus);
+
+
+/* standin.c: stand-in mode (exits when the node's tasks are served). */
+struct task_start zygote_serve_standin(void);
+
+#endif

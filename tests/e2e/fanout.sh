@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Fan-out on the mini-cluster: srun --pspawn=on,fanout=core and mpirun
+# --mca odls pspawn --mca odls_pspawn_fanout core, a forking zygote per CPU
+# of each node (two here): every task comes from the zygote of its CPU,
+# with the same output as plain srun and the default component; options
+# that do not parse are refused, naming what is wrong.
+. "$(dirname "$0")/lib.sh"
+
+# srun: 4 tasks per node, bound to cores.  A stand-in's task is its
+# zygote's child: its parent says which zygote made it.
+cmd="-N2 -n8 --ntasks-per-node=4 --cpu-bind=cores -l bash -c 'echo \$(hostname) cpus \$(grep Cpus_allowed_list /proc/self/status | cut -f2) parent \$PPID'"
+ax "srun $cmd" >"$tmp/fan.plain" 2>&1
+rc_plain=$?
+ax "srun --pspawn=on,fanout=core $cmd" >"$tmp/fan.core" 2>&1
+rc_core=$?
+ax "srun --pspawn=on,fanout=none $cmd" >"$tmp/fan.none" 2>&1
+rc_none=$?
+# zygotes FILE: per node, how many parents and whether each CPU has one.
+zygotes() {
+    awk '$3 == "cpus" { p[$2 " " $4] = p[$2 " " $4] " " $6; n[$2]; parents[$2 " " $6] = 1 }
+         END { for (k in parents) { split(k, a, " "); c[a[1]]++ }
+               bad = 0
+               for (k in p) { split(p[k], v, " "); for (i in v) if (v[i] != v[1]) bad = 1 }
+               for (h in n) printf "%s:%d ", h, c[h]; print (bad ? "mixed" : "by-cpu") }' "$1"
+}
+z_core=$(zygotes "$tmp/fan.core")
+z_none=$(zygotes "$tmp/fan.none")
+diag "fanout=core: $z_core; fanout=none: $z_none"
+[ $rc_plain = 0 ] && [ $rc_core = 0 ] && [ $rc_none = 0 ] &&
+    [ "$(echo "$z_core" | grep -o ':2 ' | wc -l)" = 2 ] && echo "$z_core" | grep -q 'by-cpu$' &&
+    [ "$(echo "$z_none" | grep -o ':1 ' | wc -l)" = 2 ]
+ok $? "srun --pspawn=on,fanout=core: on each node the tasks of each CPU come from one zygote, two zygotes per node (fanout=none: one)" ||
+    { diag_file "$tmp/fan.core" 10; diag_file "$tmp/fan.none" 4; }
+strip() { sed -E 's/ parent [0-9]+$//' "$1" | sort; }
+diff <(strip "$tmp/fan.plain") <(strip "$tmp/fan.core") >"$tmp/fan.diff"
+ok $? "srun --pspawn=on,fanout=core: each task's label, node and binding equal plain srun's" ||
+    diag_file "$tmp/fan.diff"
+
+ax "srun --pspawn=on,fanout=bogus -N1 -n1 true" >"$tmp/bogus.srun" 2>&1
+rc=$?
+[ $rc != 0 ] && grep -q 'fanout=bogus' "$tmp/bogus.srun"
+ok $? "srun --pspawn=on,fanout=bogus is refused, naming it (rc $rc)" || diag_file "$tmp/bogus.srun"
+
+# mpirun: the component's MCA parameter, its verbose line says how the
+# node was split.
+for m in default pspawn; do
+    extra=
+    [ $m = pspawn ] && extra="--mca odls_pspawn_fanout core --mca odls_base_verbose 2"
+    ax "mpirun --host c1:4,c2:4 --mca odls $m $extra -n 8 --bind-to core ./mpix hello" \
+        >"$tmp/mfan.$m" 2>&1
+    eval "mrc_$m=\$?"
+done
+hello() { grep -a '^hello ' "$1" | sed -E 's/ forked [01]$//' | sort; }
+n_forked=$(grep -ac ' forked 1$' "$tmp/mfan.pspawn")
+[ $mrc_default = 0 ] && [ $mrc_pspawn = 0 ] && [ "$n_forked" = 8 ] &&
+    diff <(hello "$tmp/mfan.default") <(hello "$tmp/mfan.pspawn") >"$tmp/mfan.diff"
+ok $? "mpirun --mca odls_pspawn_fanout core: 8 ranks forked, the same output as the default component ($n_forked forked)" ||
+    { diag_file "$tmp/mfan.diff"; diag_file "$tmp/mfan.pspawn" 10; }
+grep -aq 'zygote of .* is pid [0-9]* (2 groups of CPUs' "$tmp/mfan.pspawn"
+ok $? "mpirun --mca odls_pspawn_fanout core: each node's zygote serves 2 groups of CPUs (odls verbose)" ||
+    grep -a 'odls:pspawn' "$tmp/mfan.pspawn" | head -4 | sed 's/^/# /'
+
+ax "mpirun --host c1:1 --mca odls pspawn --mca odls_pspawn_fanout bogus -n 1 ./mpix hello" \
+    >"$tmp/bogus.mpirun" 2>&1
+rc=$?
+[ $rc != 0 ] && grep -aq 'fanout=bogus' "$tmp/bogus.mpirun"
+ok $? "mpirun --mca odls_pspawn_fanout bogus: the rank is not started, the message names it (rc $rc)" ||
+    diag_file "$tmp/bogus.mpirun"
+
+tap_done
