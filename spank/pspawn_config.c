@@ -167,10 +167,13 @@ int pspawn_config_parse(struct pspawn_config *cfg, int argc, char *const argv[],
             struct pspawn_options o;
             char why[256];
             pspawn_options_defaults(&o);
-            if (pspawn_options_parse(&o, arg, why, sizeof why) < 0 || strchr(arg, ','))
-                return fail(err, errlen, "plugstack.conf argument \"%s\": unknown key "
-                            "(expected default=, signals=, debug=, shim=, or one of libpspawn's "
-                            "fanout=, subzygote=, start=, cgroup=)", arg);
+            if (strchr(arg, ','))
+                return fail(err, errlen, "plugstack.conf argument \"%s\": one key=value per "
+                            "argument, separated by spaces", arg);
+            if (pspawn_options_parse(&o, arg, why, sizeof why) < 0)
+                return fail(err, errlen, "plugstack.conf argument \"%s\": %s (the keys are "
+                            "default=, signals=, debug=, shim=, and libpspawn's fanout=, "
+                            "subzygote=, start=, cgroup=)", arg, why);
             if (append(cfg->options, sizeof cfg->options, arg, strlen(arg)) < 0)
                 return fail(err, errlen, "plugstack.conf arguments: libpspawn's options "
                             "longer than %zu bytes", sizeof cfg->options - 1);

@@ -219,6 +219,7 @@ int main(void)
     for (int g = 0; same && g < t.ngroups; g++)
         same = !memcmp(&back.groups[g], &t.groups[g], sizeof back.groups[g]);
     tap_ok(same, "the groups as text read back the same");
+    pspawn_topology_free(&back);
     tap_ok(pspawn_topology_read("groups 2 thissystem 1\ngroup 0 0 1 zz\n", &back) != 0,
            "text that does not parse is refused");
     pspawn_topology_free(&back);

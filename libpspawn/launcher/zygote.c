@@ -134,14 +134,16 @@ void pspawn_server_lost(struct pspawn_zygote *z, int s, int kill_it, const char 
     close_server(sv);
     sv->state = SERVER_LOST;
     snprintf(sv->why, sizeof sv->why, "%s", why ? why : "stopped");
-    if (s > 0)
+    /* A stop (destroy, or exec from now on) is no loss worth a word. */
+    int stopped = !why || strcmp(why, "stopped") == 0 || strcmp(why, "stopped with its root") == 0;
+    if (s > 0 && !stopped)
         pspawn_debug(z, "sub-zygote %d lost: %s", s, sv->why);
     /* Sub-zygotes watch their root and exit with it; they are ours to
      * reap. */
     if (s == 0)
         for (int k = 1; k < z->topo.ngroups; k++)
             pspawn_server_lost(z, k, kill_it || z->servers[k].state == SERVER_READY,
-                               "its root zygote is gone");
+                               stopped ? "stopped with its root" : "its root zygote is gone");
     int left = 0;
     for (int k = 0; k < z->topo.ngroups; k++)
         left += serving(&z->servers[k]) || z->servers[k].state == SERVER_NONE;

@@ -61,9 +61,10 @@ static int any_cpu(const unsigned char *cpus)
     return 0;
 }
 
-/* Move the pages only we map (private, written) to NODE: those still
- * shared copy-on-write with our maker stay where they are (moving them
- * needs MPOL_MF_MOVE_ALL, and would take them from our siblings).
+/* Move the pages only we map in private mappings to NODE: written ones,
+ * and the relocated copies that RELRO has made read-only since.  Those
+ * still shared copy-on-write with our maker stay where they are (moving
+ * them needs MPOL_MF_MOVE_ALL, and would take them from our siblings).
  * Returns how many moved. */
 static long move_private_pages(int node)
 {
@@ -79,8 +80,7 @@ static long move_private_pages(int node)
     while (pages && nodes && status && fgets(line, sizeof line, f)) {
         unsigned long start, end;
         char perm[8];
-        if (sscanf(line, "%lx-%lx %7s", &start, &end, perm) != 3 || perm[1] != 'w' ||
-            perm[3] != 'p')
+        if (sscanf(line, "%lx-%lx %7s", &start, &end, perm) != 3 || perm[3] != 'p')
             continue;
         for (unsigned long a = start; a < end && looked < (1L << 20); a += (unsigned long)page) {
             pages[n] = (void *)a;
@@ -290,12 +290,14 @@ static void free_env(char **env)
 
 /* What an exec'd sub-zygote starts from: the state we were exec'd with
  * (stdio from /dev/null, so that constructors' output appears once, from
- * the root; every signal at its default; our affinity and memory policy
- * before we served a group), its socket and the report pipe at our
- * numbers. */
+ * the root; every signal at its default), pinned to its group's CPUs and
+ * preferring its node's memory before the exec, so that what the kernel
+ * and the loader allocate for it is there from the start; its socket and
+ * the report pipe at our numbers. */
 struct sub_exec {
     struct child_action actions[6];
     int fds[6];
+    unsigned char nodemask[PSPAWN_NODEMASK_BYTES];
     struct child_setup setup;
     struct child_exec exec;
     char *argv[2];
@@ -327,11 +329,18 @@ static int prepare_exec(struct sub_exec *x, int chan, const struct wire_group *g
     x->setup = (struct child_setup){
         .actions = x->actions, .nactions = n, .fds = x->fds, .nfds = nfds,
         .sig_default = ~UINT64_C(0),
-        .cpuset = any_cpu(parked.launch_cpuset) ? parked.launch_cpuset : NULL,
+        .cpuset = any_cpu(g->cpus) ? g->cpus
+                  : any_cpu(parked.launch_cpuset) ? parked.launch_cpuset : NULL,
         .flags = parked.launch_mempolicy >= 0 ? REQ_MEMPOLICY : 0,
         .mempolicy = parked.launch_mempolicy,
         .nodemask = parked.launch_nodemask,
     };
+    if (g->node >= 0 && g->node < PSPAWN_NODEMASK_BYTES * 8) {
+        x->nodemask[g->node / 8] = (unsigned char)(1u << (g->node % 8));
+        x->setup.flags = REQ_MEMPOLICY;
+        x->setup.mempolicy = MPOL_PREFERRED;
+        x->setup.nodemask = x->nodemask;
+    }
     /* As the root was: the file name the kernel was given (its base name is
      * the comm, it is AT_EXECFN; for a #! script, the script), with argv
      * that name alone, as the launcher gives it. */

@@ -225,7 +225,7 @@ int main(void)
     size_t n = pspawn_context_zygotes(&ctx, z, 8);
     int placed = 0;
     for (size_t k = 1; k < n; k++) {
-        char path[128], line[256] = "", mems[64] = "", want[16];
+        char path[128], line[256] = "", mems[64] = "", want[32];
         snprintf(path, sizeof path, "/proc/%d/cgroup", (int)z[k].pid);
         FILE *f = fopen(path, "re");
         if (f && !fgets(line, sizeof line, f))
@@ -242,7 +242,7 @@ int main(void)
             fclose(f);
         mems[strcspn(mems, "\n")] = 0;
         snprintf(want, sizeof want, "%zu", k);
-        char suffix[16];
+        char suffix[32];
         snprintf(suffix, sizeof suffix, "-g%zu", k);
         placed += cg && strstr(cg, "/pspawn-vm/pspawn-") && strstr(cg, suffix) && !strcmp(mems, want);
         tap_diag("    sub-zygote %zu: %s, cpuset.mems %s", k, line, mems);

@@ -3,7 +3,8 @@
 # guest with 4 NUMA nodes of 2 CPUs each (QEMU -numa; Debian's cloud
 # kernel, an initramfs of busybox and the build's library, proxy and test
 # programs), runs tests/vm/numa-vm there, and prints its TAP.  Where KVM
-# cannot be used, one test reports itself skipped (not passed).
+# cannot run it, QEMU's emulator does; where QEMU cannot be had, one test
+# reports itself skipped (not passed).
 #
 # Installs qemu-system-x86 where missing; the kernel and busybox packages
 # are downloaded once into $PSPAWN_VM_CACHE (default /var/cache/pspawn-vm).
@@ -14,7 +15,6 @@ cache=${PSPAWN_VM_CACHE:-/var/cache/pspawn-vm}
 skip() { echo "1..1"; echo "ok 1 - fan-out on real NUMA nodes in a KVM guest # SKIP $1"; exit 0; }
 fail() { echo "1..1"; echo "not ok 1 - fan-out on real NUMA nodes in a KVM guest: $1"; exit 1; }
 
-[ -c /dev/kvm ] && [ -w /dev/kvm ] || skip "no usable /dev/kvm"
 for f in tests/vm/numa-vm tests/vm/numa-task libpspawn/.libs/libpspawn-proxy.so; do
     [ -e "$build/$f" ] || skip "no $f in $build (built without libnuma?)"
 done
@@ -67,27 +67,55 @@ echo "numa-vm: end \$?"
 poweroff -f
 EOF
 chmod +x "$root/init"
-(cd "$root" && find . | cpio -o -H newc 2>/dev/null | gzip -1) >"$root.cpio.gz" ||
+(cd "$root" && find . | "$cache/b/bin/busybox" cpio -o -H newc 2>/dev/null | gzip -1) >"$root.cpio.gz" ||
     fail "could not pack the initramfs"
-trap 'rm -rf "$root" "$root.cpio.gz"' EXIT
+trap 'rm -rf "$root" "$root.cpio.gz" "$root.log"' EXIT
 
 numa=()
 for n in 0 1 2 3; do
     numa+=(-object "memory-backend-ram,id=m$n,size=384M"
            -numa "node,nodeid=$n,cpus=$((2 * n))-$((2 * n + 1)),memdev=m$n")
 done
-timeout 600 qemu-system-x86_64 -enable-kvm -cpu qemu64,+ssse3,+sse4.1,+sse4.2,+popcnt -m 1536 \
-    -smp 8,sockets=4,cores=2,threads=1 "${numa[@]}" \
-    -kernel "$kernel" -initrd "$root.cpio.gz" \
-    -append "console=ttyS0 panic=-1 quiet" \
-    -display none -serial stdio -monitor none -no-reboot </dev/null >"$root.log" 2>&1
+# boot ACCEL... - runs the guest into $root.log; returns 3 when KVM stopped
+# it with an internal error (nested KVM that cannot emulate what the guest
+# kernel runs: qemu then pauses the guest instead of exiting).
+boot() {
+    : >"$root.log"
+    qemu-system-x86_64 "$@" -m 1536 -smp 8,sockets=4,cores=2,threads=1 "${numa[@]}" \
+        -kernel "$kernel" -initrd "$root.cpio.gz" \
+        -append "console=ttyS0 panic=-1 quiet" \
+        -display none -serial stdio -monitor none -no-reboot </dev/null >"$root.log" 2>&1 &
+    local qemu=$! waited=0
+    while kill -0 "$qemu" 2>/dev/null; do
+        if grep -q 'KVM internal error' "$root.log"; then
+            kill "$qemu"; wait "$qemu"; return 3
+        fi
+        if [ "$waited" -ge 600 ]; then
+            kill "$qemu"; wait "$qemu"; return 124
+        fi
+        sleep 1; waited=$((waited + 1))
+    done
+    wait "$qemu"
+}
+accel="KVM"
+boot -enable-kvm -cpu host
 rc=$?
+if [ $rc = 3 ] || ! grep -q '^numa-vm: begin' "$root.log"; then
+    # KVM that is there but does not run this kernel (seen under nested
+    # virtualisation): the same guest under QEMU's own emulator.  It boots
+    # in seconds and its NUMA nodes are the same to the guest's kernel.
+    echo "# KVM did not run the guest ($( (grep -m1 'KVM internal error' "$root.log" || grep -m1 -v 'warning' "$root.log") | tr -d '\r')); using QEMU's emulator (TCG)"
+    accel="TCG"
+    boot -accel tcg,thread=multi -cpu max
+    rc=$?
+fi
 out=$(sed -n '/^numa-vm: begin/,/^numa-vm: end/p' "$root.log" | tr -d '\r')
 if [ -z "$out" ]; then
-    tail -n 30 "$root.log" | sed 's/^/# /'
+    grep -v 'warning: host' "$root.log" | tail -n 30 | sed 's/^/# /'
     rm -f "$root.log"
-    fail "the guest did not run the test (qemu status $rc)"
+    fail "the guest did not run the test ($accel, qemu status $rc)"
 fi
 rm -f "$root.log"
+echo "# guest: 4 NUMA nodes x 2 CPUs under $accel"
 echo "$out" | grep -vE '^numa-vm: (begin|end)'
 echo "$out" | grep -q '^numa-vm: end 0$'
