@@ -62,6 +62,7 @@ struct zygote {
     pmix_nspace_t job;
     pspawn_context_t ctx;
     int err;                /* the program's exec error, or 0 */
+    char *why;              /* what was wrong with the MCA parameters, or NULL */
 };
 
 /* prted spawns ranks from several threads (odls_base_num_threads) and a
@@ -75,6 +76,7 @@ static void zygote_free(struct zygote *z)
     if (!z->err)
         pspawn_context_destroy(&z->ctx);
     free(z->cmd);
+    free(z->why);
 }
 
 /* A DVM runs many jobs: the zygotes of jobs that are gone go too. */
@@ -149,8 +151,11 @@ static struct zygote *zygote_for(prte_odls_spawn_caddy_t *cd, const pmix_nspace_
                       NULL != more && '\0' != more[0] ? "," : "", NULL != more ? more : "") < 0)
         options = NULL;
     if (NULL != options && 0 != pspawn_options_check(options, msg, sizeof msg)) {
-        pmix_output(0, "%s odls:pspawn: MCA parameters odls_pspawn_fanout and "
-                    "odls_pspawn_options: %s", PRTE_NAME_PRINT(PRTE_PROC_MY_NAME), msg);
+        /* Said in each rank's "failed to start" message, which mpirun
+         * shows from every node (prted's own output it does not). */
+        if (pmix_asprintf(&z->why, "MCA parameters odls_pspawn_fanout and "
+                          "odls_pspawn_options: %s", msg) < 0)
+            z->why = NULL;
         z->err = EINVAL;
     } else {
         z->err = NULL == options ? ENOMEM : pspawn_context_create_opts(&z->ctx, cmd, cd->env, options);
@@ -346,7 +351,7 @@ static int failed(prte_odls_spawn_caddy_t *cd)
 }
 
 /* The default's message when execve fails. */
-static int exec_failed(prte_odls_spawn_caddy_t *cd, int err)
+static int exec_failed(prte_odls_spawn_caddy_t *cd, int err, const char *why)
 {
     char dir[PATH_MAX], *msg = NULL;
     struct stat st;
@@ -354,7 +359,9 @@ static int exec_failed(prte_odls_spawn_caddy_t *cd, int err)
         snprintf(dir, sizeof dir, "%s", cd->wdir);
     else if (NULL == getcwd(dir, sizeof dir))
         dir[0] = '\0';
-    if (ENOENT == err && 0 == stat(cd->app->app, &st)) {
+    if (NULL != why) {
+        msg = strdup(why);
+    } else if (ENOENT == err && 0 == stat(cd->app->app, &st)) {
         if (pmix_asprintf(&msg, "%s has a bad interpreter on the first line.", cd->app->app) < 0)
             msg = NULL;
     } else {
@@ -516,6 +523,7 @@ static int pspawn_fork_local_proc(void *cdptr)
     pmix_nspace_t job;
     PMIX_LOAD_NSPACE(job, NULL != child ? child->name.nspace : cd->jdata->nspace);
     pid_t pid = -1;
+    char *why = NULL;       /* the zygote's own error, said in the rank's */
     if (traced) {
         /* No zygote for a job that stops at exec. */
         char *path = program_path(cd);
@@ -528,9 +536,10 @@ static int pspawn_fork_local_proc(void *cdptr)
         struct zygote *z = zygote_for(cd, job);
         if (NULL == z)
             err = ENOMEM;
-        else if (z->err)
+        else if (z->err) {
             err = z->err;
-        else
+            why = NULL != z->why ? strdup(z->why) : NULL;
+        } else
             err = pspawn_ex(&pid, &z->ctx, &attr, argv, cd->env);
         if (0 == err && NULL != z && NULL != pspawn_context_reason(&z->ctx)) {
             VERBOSE(5, "%s odls:pspawn: %s: %s", PRTE_NAME_PRINT(PRTE_PROC_MY_NAME), z->cmd,
@@ -541,8 +550,11 @@ static int pspawn_fork_local_proc(void *cdptr)
     pspawn_attr_destroy(&attr);
     if (NULL != child)
         child->pid = 0 == err && !traced ? pid : 0;
-    if (0 != err)
-        return exec_failed(cd, err);
+    if (0 != err) {
+        int rc = exec_failed(cd, err, why);
+        free(why);
+        return rc;
+    }
     if (traced && PRTE_SUCCESS != stopped_for_debugger(child, pid))
         return failed(cd);
     close_child_ends(cd);

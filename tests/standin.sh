@@ -315,7 +315,7 @@ ok $? "the step's name squatted by a listener with a full queue: no hang, the ta
 #     the root forwards them to (the root's child); each task is bound from
 #     main on, each stand-in exits with its task's code, and every zygote
 #     exits once the node's tasks are done.
-if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
+if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null && [ -x "${PSPAWN_TOPOLOGY:-}" ]; then
     for sub in exec fork; do
         export PSPAWN_SHIM_KEY="$uid.$$.11$sub" PSPAWN_SHIM_LOCAL_TASKS=6
         export PSPAWN_SHIM_OPTIONS=fanout=core,subzygote=$sub
@@ -389,7 +389,7 @@ else
     for t in "fanout=core,subzygote=exec: tasks forked by their CPU's zygote" "root and sub-zygote exit" \
              "fanout=core,subzygote=fork: tasks forked by their CPU's zygote" "root and sub-zygote exit" \
              "sub-zygote killed: the root serves its stand-ins"; do
-        skip "needs two CPUs and taskset" "$t"
+        skip "needs two CPUs, taskset and pspawn-topology (hwloc)" "$t"
     done
 fi
 

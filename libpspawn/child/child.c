@@ -181,13 +181,15 @@ int pspawn_child_setup(struct child_setup *s)
     if ((s->flags & REQ_NICE) && setpriority(PRIO_PROCESS, 0, s->nice) < 0)
         return errno;
     if (s->cpuset && sched_setaffinity(0, PSPAWN_CPUSET_BYTES,
-                                       (const cpu_set_t *)s->cpuset) < 0)
+                                       (const cpu_set_t *)s->cpuset) < 0 &&
+        !s->placement_optional)
         return errno;
     /* set_mempolicy reads one bit less than it is told (the kernel's
      * get_nodes() decrements maxnode, as libnuma knows). */
     if ((s->flags & REQ_MEMPOLICY) &&
         syscall(SYS_set_mempolicy, s->mempolicy, s->nodemask,
-                (unsigned long)PSPAWN_NODEMASK_BYTES * 8 + 1) < 0)
+                (unsigned long)PSPAWN_NODEMASK_BYTES * 8 + 1) < 0 &&
+        !s->placement_optional)
         return errno;
     if ((s->flags & REQ_NO_NEW_PRIVS) && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
         return errno;

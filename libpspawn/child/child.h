@@ -56,6 +56,10 @@ struct child_setup {
     uint64_t sig_ignore;    /* set to SIG_IGN */
     /* An fd opened with O_CLOEXEC is closed again, as exec would. */
     int emulate_cloexec;
+    /* The CPU set and memory policy are tried, not required: a sub-zygote
+     * placed before its exec (a fake topology's CPUs and nodes need not
+     * exist here; it places itself again once parked). */
+    int placement_optional;
     /* Exec path only: ptrace(PTRACE_TRACEME) right before execve. */
     int traceme;
 };

@@ -334,6 +334,7 @@ static int prepare_exec(struct sub_exec *x, int chan, const struct wire_group *g
         .flags = parked.launch_mempolicy >= 0 ? REQ_MEMPOLICY : 0,
         .mempolicy = parked.launch_mempolicy,
         .nodemask = parked.launch_nodemask,
+        .placement_optional = 1,
     };
     if (g->node >= 0 && g->node < PSPAWN_NODEMASK_BYTES * 8) {
         x->nodemask[g->node / 8] = (unsigned char)(1u << (g->node % 8));

@@ -6,9 +6,10 @@
 # that do not parse are refused, naming what is wrong.
 . "$(dirname "$0")/lib.sh"
 
-# srun: 4 tasks per node, bound to cores.  A stand-in's task is its
-# zygote's child: its parent says which zygote made it.
-cmd="-N2 -n8 --ntasks-per-node=4 --cpu-bind=cores -l bash -c 'echo \$(hostname) cpus \$(grep Cpus_allowed_list /proc/self/status | cut -f2) parent \$PPID'"
+# srun: 2 tasks per node, bound to cores (the nodes' containers have the
+# host's 2 CPUs).  A stand-in's task is its zygote's child: its parent says
+# which zygote made it.
+cmd="-N2 -n4 --ntasks-per-node=2 --cpu-bind=cores -l bash -c 'echo \$(hostname) cpus \$(grep Cpus_allowed_list /proc/self/status | cut -f2) parent \$PPID'"
 ax "srun $cmd" >"$tmp/fan.plain" 2>&1
 rc_plain=$?
 ax "srun --pspawn=on,fanout=core $cmd" >"$tmp/fan.core" 2>&1
@@ -41,20 +42,21 @@ rc=$?
 [ $rc != 0 ] && grep -q 'fanout=bogus' "$tmp/bogus.srun"
 ok $? "srun --pspawn=on,fanout=bogus is refused, naming it (rc $rc)" || diag_file "$tmp/bogus.srun"
 
-# mpirun: the component's MCA parameter, its verbose line says how the
-# node was split.
+# mpirun: the component's MCA parameter; the verbose line of each node's
+# prted (mpirun runs on the controller: the prteds' own output comes back
+# with --leave-session-attached) says how the node was split.
 for m in default pspawn; do
     extra=
-    [ $m = pspawn ] && extra="--mca odls_pspawn_fanout core --mca odls_base_verbose 2"
-    ax "mpirun --host c1:4,c2:4 --mca odls $m $extra -n 8 --bind-to core ./mpix hello" \
+    [ $m = pspawn ] && extra="--prtemca odls_pspawn_fanout core --prtemca odls_base_verbose 2 --leave-session-attached"
+    ax "mpirun --host c1:2,c2:2 --mca odls $m $extra -n 4 --map-by ppr:2:node --bind-to core ./mpix hello" \
         >"$tmp/mfan.$m" 2>&1
     eval "mrc_$m=\$?"
 done
 hello() { grep -a '^hello ' "$1" | sed -E 's/ forked [01]$//' | sort; }
 n_forked=$(grep -ac ' forked 1$' "$tmp/mfan.pspawn")
-[ $mrc_default = 0 ] && [ $mrc_pspawn = 0 ] && [ "$n_forked" = 8 ] &&
+[ $mrc_default = 0 ] && [ $mrc_pspawn = 0 ] && [ "$n_forked" = 4 ] &&
     diff <(hello "$tmp/mfan.default") <(hello "$tmp/mfan.pspawn") >"$tmp/mfan.diff"
-ok $? "mpirun --mca odls_pspawn_fanout core: 8 ranks forked, the same output as the default component ($n_forked forked)" ||
+ok $? "mpirun --mca odls_pspawn_fanout core: 4 ranks bound to cores forked, the same output as the default component ($n_forked forked)" ||
     { diag_file "$tmp/mfan.diff"; diag_file "$tmp/mfan.pspawn" 10; }
 grep -aq 'zygote of .* is pid [0-9]* (2 groups of CPUs' "$tmp/mfan.pspawn"
 ok $? "mpirun --mca odls_pspawn_fanout core: each node's zygote serves 2 groups of CPUs (odls verbose)" ||
