@@ -21,6 +21,8 @@
  * getrusage(RUSAGE_CHILDREN) (they are reaped, the zygotes not yet).
  * Context creation is not in the per-task figures (printed apart).
  *
+ * Each run's progress line (stderr) gives each zygote's CPU per task it
+ * served, the root first.
  * Prints medians per variant (ms per task): wall, launcher, busiest
  * zygote (its CPU over the N tasks), serial (a zygote's CPU per task it
  * served, the worst zygote), tasks, total; CSV with -R.  Then the model:
@@ -53,6 +55,7 @@ enum { MAXV = 16, MAXZ = 16, MAXR = 32 };
 struct sample {
     double wall, create, launcher, tasks, busiest, serial, zyg_total;
     int nz;
+    char each[160];     /* each zygote's CPU per task it served, root first */
 };
 
 struct variant {
@@ -163,9 +166,13 @@ static int run_pspawn(const char *path, char **argv, const char *options, int n,
     pspawn_context_zygotes(&ctx, z, MAXZ);
     s->busiest = s->serial = s->zyg_total = 0;
     s->nz = nz;
+    s->each[0] = '\0';
     for (int k = 0; k < nz; k++) {
         double cpu = cpu_ms(z[k].pid) - zc0[k];
         unsigned long served = z[k].tasks - served0[k];
+        size_t at = strlen(s->each);
+        snprintf(s->each + at, sizeof s->each - at, "%s%s %.3f (%lu)", k ? ", " : "",
+                 k ? "sub" : "root", served ? cpu / served : 0.0, served);
         s->zyg_total += cpu / n;
         if (cpu / n > s->busiest)
             s->busiest = cpu / n;
@@ -284,6 +291,9 @@ int main(int argc, char **argv)
                 fprintf(stderr, "fanbench: [%d/%d] %d core%s %-34s wall %.3f launcher %.4f "
                         "busiest %.3f tasks %.3f total %.3f ms/task\n", r + 1, reps, 2 - c,
                         c ? "" : "s", x->name, s->wall, s->launcher, s->busiest, s->tasks, total);
+                if (x->options)
+                    fprintf(stderr, "fanbench:         each zygote, ms per task it served "
+                            "(tasks): %s\n", s->each);
                 if (csv)
                     printf("%s,%d,%d,%.4f,%.2f,%.5f,%.4f,%.4f,%d,%.4f,%.4f\n", x->name, 2 - c,
                            r, s->wall, s->create, s->launcher, s->busiest, s->serial, s->nz,

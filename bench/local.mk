@@ -8,7 +8,7 @@ bench_spawnbench_LDADD = libpspawn/libpspawn.la
 # environment of every task and slow down each exec'd one.
 bench_spawnbench_LDFLAGS = $(AM_LDFLAGS) -no-install
 # Where the CPU of a launch goes, process by process, and the model of
-# tasks/s at many cores from it (bench/fanout runs it).
+# tasks/s at many cores from it (bench/run --fanout runs it).
 noinst_PROGRAMS += bench/fanbench
 bench_fanbench_SOURCES = bench/fanbench.c
 bench_fanbench_LDADD = libpspawn/libpspawn.la

@@ -258,10 +258,13 @@ int main(void)
     pspawn_attr_t attr;
     pspawn_attr_init(&attr);
     pspawn_attr_setcpuset(&attr, sizeof set, &set);
+    int null = open("/dev/null", O_WRONLY | O_CLOEXEC);    /* not our TAP */
+    pspawn_attr_adddup2(&attr, null, 1);
     char *targv[] = { (char *)task, NULL };
     char mine[256] = "", its[256] = "", path[64];
     rc = pspawn_ex(&pid, &ctx, &attr, targv, NULL);
     pspawn_attr_destroy(&attr);
+    close(null);
     snprintf(path, sizeof path, "/proc/%d/cgroup", (int)pid);
     FILE *f = fopen(path, "re"), *g = fopen("/proc/self/cgroup", "re");
     if (f && !fgets(its, sizeof its, f))
@@ -272,6 +275,8 @@ int main(void)
         fclose(f);
     if (g)
         fclose(g);
+    its[strcspn(its, "\n")] = 0;
+    mine[strcspn(mine, "\n")] = 0;
     int st;
     waitpid(pid, &st, 0);
     tap_ok(rc == 0 && its[0] && !strcmp(its, mine),

@@ -40,7 +40,7 @@ fi
 
 root=$(mktemp -d /tmp/pspawn-vm.XXXXXX)
 trap 'rm -rf "$root"' EXIT
-mkdir -p "$root"/{bin,proc,sys,dev,tmp,run} || fail "initramfs"
+mkdir -p "$root"/{bin,proc,sys,dev,run} "$root/tmp" || fail "initramfs"
 cp "$cache/b/bin/busybox" "$root/bin/"
 for cmd in sh mount mkdir cat echo poweroff sleep ls; do ln -s busybox "$root/bin/$cmd"; done
 # What the guest runs, and every library it needs, at the same paths.
@@ -57,7 +57,7 @@ cat >"$root/init" <<EOF
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
-mount -t tmpfs tmp /tmp
+# /tmp stays the initramfs's own (writable): the build may be under /tmp.
 mkdir -p /dev/shm && mount -t tmpfs shm /dev/shm
 mount -t cgroup2 cgroup2 /sys/fs/cgroup
 export PSPAWN_PROXY=$build/libpspawn/.libs/libpspawn-proxy.so NUMA_TASK=$build/tests/vm/numa-task
@@ -88,10 +88,14 @@ boot() {
         -kernel "$kernel" -initrd "$root.cpio.gz" \
         -append "console=ttyS0 panic=-1 quiet" \
         -display none -serial stdio -monitor none -no-reboot </dev/null >"$root.log" 2>&1 &
-    local qemu=$! waited=0
+    local qemu=$! waited=0 st
     while kill -0 "$qemu" 2>/dev/null; do
-        if grep -q 'KVM internal error' "$root.log" ||
-           { [ "$waited" -ge "$start" ] && ! grep -q '^numa-vm: begin' "$root.log"; }; then
+        if grep -q 'KVM internal error' "$root.log"; then
+            why=$(grep -m1 'KVM internal error' "$root.log" | tr -d '\r')
+            kill "$qemu"; wait "$qemu"; return 3
+        fi
+        if [ "$waited" -ge "$start" ] && ! grep -q '^numa-vm: begin' "$root.log"; then
+            why="the test had not begun after $start s"
             kill "$qemu"; wait "$qemu"; return 3
         fi
         if [ "$waited" -ge 600 ]; then
@@ -99,7 +103,9 @@ boot() {
         fi
         sleep 1; waited=$((waited + 1))
     done
-    wait "$qemu"
+    wait "$qemu"; st=$?
+    why="qemu exited: $(grep -m1 -v warning "$root.log" | tr -d '\r')"
+    return $st
 }
 accel="KVM"
 boot 30 -enable-kvm -cpu host
@@ -108,7 +114,7 @@ if [ $rc = 3 ] || ! grep -q '^numa-vm: begin' "$root.log"; then
     # KVM that is there but does not run this kernel (seen under nested
     # virtualisation): the same guest under QEMU's own emulator.  It boots
     # in seconds and its NUMA nodes are the same to the guest's kernel.
-    echo "# KVM did not run the guest ($( (grep -m1 'KVM internal error' "$root.log" || grep -m1 -v 'warning' "$root.log" || echo "no start in 30 s") | tr -d '\r')); using QEMU's emulator (TCG)"
+    echo "# KVM did not run the guest ($why); using QEMU's emulator (TCG)"
     accel="TCG"
     boot 120 -accel tcg,thread=multi -cpu max
     rc=$?
