@@ -287,7 +287,17 @@ int main(int argc, char **argv)
     const char *sigmode = getenv("PSPAWN_SHIM_SIGNALS");
     const char *proctrack = getenv("PSPAWN_SHIM_PROCTRACK");
     char *mover = getenv("PSPAWN_SHIM_MOVER") ? strdup(getenv("PSPAWN_SHIM_MOVER")) : NULL;
-    char *options = getenv("PSPAWN_SHIM_OPTIONS") ? strdup(getenv("PSPAWN_SHIM_OPTIONS")) : NULL;
+    /* Stand-ins' sub-zygotes are forked from the root unless the step
+     * asks otherwise: with exec'd ones, stand-ins the root forwarded while
+     * a sub-zygote was still starting have been seen, under load, to run
+     * by plain exec instead (correct, but the slow path). */
+    const char *asked = getenv("PSPAWN_SHIM_OPTIONS");
+    char *options = NULL;
+    if (asked && strstr(asked, "subzygote="))
+        options = strdup(asked);
+    else if (asprintf(&options, "%s%ssubzygote=fork", asked ? asked : "",
+                      asked && *asked ? "," : "") < 0)
+        options = NULL;
     int relay = sigmode && !strcmp(sigmode, "yes");
     if (!sigmode || !strcmp(sigmode, "auto"))
         relay = proctrack && strstr(proctrack, "cgroup");
