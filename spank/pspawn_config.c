@@ -64,18 +64,6 @@ int pspawn_mode_parse(const char *text, enum pspawn_mode *mode)
     return 0;
 }
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (errlen > 0)
-        vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 /* Append ITEM (LEN bytes) to the comma-separated OPTIONS. */
 static int append(char *options, size_t optlen, const char *item, size_t len)
 {
@@ -115,10 +103,10 @@ int pspawn_arg_parse(const char *text, enum pspawn_mode *mode, char *options, si
                 w = i;
         if (w >= 0) {
             if (words++)
-                return fail(err, errlen, "\"%s\": more than one of on, off and auto", text);
+                return pspawn_errmsg(err, errlen, "\"%s\": more than one of on, off and auto", text);
             m = (enum pspawn_mode)w;
         } else if (append(options, optlen, p, len) < 0) {
-            return fail(err, errlen, "\"%s\": longer than %zu bytes", text, optlen - 1);
+            return pspawn_errmsg(err, errlen, "\"%s\": longer than %zu bytes", text, optlen - 1);
         }
         p += len + (p[len] == ',');
     }
@@ -135,31 +123,31 @@ int pspawn_config_parse(struct pspawn_config *cfg, int argc, char *const argv[],
         const char *arg = argv[i];
         const char *eq = strchr(arg, '=');
         if (eq == NULL)
-            return fail(err, errlen, "plugstack.conf argument \"%s\": expected key=value "
+            return pspawn_errmsg(err, errlen, "plugstack.conf argument \"%s\": expected key=value "
                         "(default=, signals=, debug= or shim=)", arg);
         size_t klen = (size_t)(eq - arg);
         const char *val = eq + 1;
         int k;
         if (klen == 7 && strncmp(arg, "default", klen) == 0) {
             if (*val == '\0' || pspawn_mode_parse(val, &cfg->default_mode) < 0)
-                return fail(err, errlen, "plugstack.conf argument \"%s\": "
+                return pspawn_errmsg(err, errlen, "plugstack.conf argument \"%s\": "
                             "default must be on, off or auto", arg);
         } else if (klen == 7 && strncmp(arg, "signals", klen) == 0) {
             if ((k = lookup(val, signals_names, 3)) < 0)
-                return fail(err, errlen, "plugstack.conf argument \"%s\": "
+                return pspawn_errmsg(err, errlen, "plugstack.conf argument \"%s\": "
                             "signals must be auto, yes or no", arg);
             cfg->signals = (enum pspawn_signals)k;
         } else if (klen == 5 && strncmp(arg, "debug", klen) == 0) {
             if (strcmp(val, "0") != 0 && strcmp(val, "1") != 0)
-                return fail(err, errlen, "plugstack.conf argument \"%s\": "
+                return pspawn_errmsg(err, errlen, "plugstack.conf argument \"%s\": "
                             "debug must be 0 or 1", arg);
             cfg->debug = val[0] == '1';
         } else if (klen == 4 && strncmp(arg, "shim", klen) == 0) {
             if (val[0] != '/')
-                return fail(err, errlen, "plugstack.conf argument \"%s\": "
+                return pspawn_errmsg(err, errlen, "plugstack.conf argument \"%s\": "
                             "shim must be an absolute path", arg);
             if (strlen(val) >= sizeof cfg->shim)
-                return fail(err, errlen, "plugstack.conf argument \"shim=...\": "
+                return pspawn_errmsg(err, errlen, "plugstack.conf argument \"shim=...\": "
                             "path longer than %zu bytes", sizeof cfg->shim - 1);
             memcpy(cfg->shim, val, strlen(val) + 1);
         } else {
@@ -168,14 +156,14 @@ int pspawn_config_parse(struct pspawn_config *cfg, int argc, char *const argv[],
             char why[256];
             pspawn_options_defaults(&o);
             if (strchr(arg, ','))
-                return fail(err, errlen, "plugstack.conf argument \"%s\": one key=value per "
+                return pspawn_errmsg(err, errlen, "plugstack.conf argument \"%s\": one key=value per "
                             "argument, separated by spaces", arg);
             if (pspawn_options_parse(&o, arg, why, sizeof why) < 0)
-                return fail(err, errlen, "plugstack.conf argument \"%s\": %s (the keys are "
+                return pspawn_errmsg(err, errlen, "plugstack.conf argument \"%s\": %s (the keys are "
                             "default=, signals=, debug=, shim=, and libpspawn's fanout=, "
                             "subzygote=, start=, cgroup=)", arg, why);
             if (append(cfg->options, sizeof cfg->options, arg, strlen(arg)) < 0)
-                return fail(err, errlen, "plugstack.conf arguments: libpspawn's options "
+                return pspawn_errmsg(err, errlen, "plugstack.conf arguments: libpspawn's options "
                             "longer than %zu bytes", sizeof cfg->options - 1);
         }
     }

@@ -71,7 +71,7 @@ static int create(pspawn_context_t *ctx, const char *path, int core, char *const
         err = pspawn_zygote_start(z, core, envp);
     if (err) {
         pspawn_zygote_stop(z);
-        pspawn_free_environ(z->loader_env);
+        pspawn_strv_free(z->loader_env);
         pspawn_program_free(&z->prog);
         free(z);
         return err;
@@ -99,7 +99,7 @@ void pspawn_context_destroy(pspawn_context_t *ctx)
     struct pspawn_zygote *z = ctx->impl;
     pspawn_zygote_stop(z);
     pspawn_program_free(&z->prog);
-    pspawn_free_environ(z->loader_env);
+    pspawn_strv_free(z->loader_env);
     free(z);
     ctx->impl = NULL;
 }

@@ -37,7 +37,7 @@ char **pspawn_loader_env_of(char *const env[])
     char **v = calloc(n + 1, sizeof *v);
     for (size_t i = 0; v && env && env[i]; i++)
         if (pspawn_loader_var(env[i]) && !(v[k++] = strdup(env[i]))) {
-            pspawn_free_environ(v);
+            pspawn_strv_free(v);
             return NULL;
         }
     return v;
@@ -120,20 +120,6 @@ char **pspawn_zygote_environ(const char *const extra[], char *const base[])
     for (size_t i = 0; i < nextra; i++)
         env[k++] = strdup(extra[i]);
     env[k] = NULL;
-    for (size_t i = 0; i < k; i++)
-        if (!env[i]) {
-            for (size_t j = 0; j < k; j++)
-                free(env[j]);
-            free(env);
-            return NULL;
-        }
-    return env;
-}
-
-void pspawn_free_environ(char **env)
-{
-    for (size_t i = 0; env && env[i]; i++)
-        free(env[i]);
-    free(env);
+    return pspawn_strv_complete(env, k);
 }
 

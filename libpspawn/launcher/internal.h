@@ -12,6 +12,7 @@
 #include "child.h"
 #include "options.h"
 #include "protocol.h"
+#include "strv.h"
 #include "pspawn.h"
 
 #define ATTR_CWD     0x1u
@@ -283,7 +284,6 @@ char **pspawn_loader_env_of(char *const env[]);
  * '=') of the first that differs. */
 const char *pspawn_loader_env_differs(const struct pspawn_zygote *z,
                                       char *const envp[], size_t *namelen);
-void pspawn_free_environ(char **env);
 
 /* creds.c */
 /* Read the caller's credentials; returns 0 or an errno. */

@@ -206,7 +206,7 @@ int pspawn_zygote_exec(const struct zygote_exec *x, pid_t *pid)
     int fds[3 + ZYGOTE_EXEC_FDS], nfds = 0, nact = 0, null = -1;
     if (x->null_stdio && (null = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0) {
         int e = errno;
-        pspawn_free_environ(env);
+        pspawn_strv_free(env);
         return e;
     }
     for (int fd = 0; fd <= 2; fd++)
@@ -227,7 +227,7 @@ int pspawn_zygote_exec(const struct zygote_exec *x, pid_t *pid)
     };
     char *argv[] = { (char *)x->path, NULL };
     int err = pspawn_exec_setup(pid, x->path, &s, 0, argv, env);
-    pspawn_free_environ(env);
+    pspawn_strv_free(env);
     if (null >= 0)
         close(null);
     return err;

@@ -41,9 +41,7 @@ static int lookup(const char *w, size_t len, const char *const *names, int n)
     return -1;
 }
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
+int pspawn_errmsg(char *err, size_t errlen, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -62,7 +60,7 @@ static int parse_item(struct pspawn_options *o, const char *item, size_t len, ch
     if (!eq) {
         int w = lookup(item, len, word_names, N_OF(word_names));
         if (w < 0)
-            return fail(err, errlen, "\"%.*s\": expected on, off, auto or KEY=VALUE "
+            return pspawn_errmsg(err, errlen, "\"%.*s\": expected on, off, auto or KEY=VALUE "
                         "(keys: fanout, subzygote, start, cgroup)", (int)len, item);
         o->word = w;
         o->given |= PSPAWN_OPT_WORD;
@@ -84,7 +82,7 @@ static int parse_item(struct pspawn_options *o, const char *item, size_t len, ch
                 n = strtol(num, &end, 10);
             }
             if (!num[0] || *end || n < 1 || n > 4096)
-                return fail(err, errlen, "fanout=%.*s: expected auto, none, numa, l3, package, "
+                return pspawn_errmsg(err, errlen, "fanout=%.*s: expected auto, none, numa, l3, package, "
                             "core or a number of cores per group (1-4096)", (int)vlen, v);
             o->fanout = PSPAWN_FANOUT_CORES;
             o->cores_per_group = (int)n;
@@ -92,7 +90,7 @@ static int parse_item(struct pspawn_options *o, const char *item, size_t len, ch
         o->given |= PSPAWN_OPT_FANOUT;
     } else if (klen == 9 && strncmp(item, "subzygote", 9) == 0) {
         if ((k = lookup(v, vlen, subzygote_names, N_OF(subzygote_names))) < 0)
-            return fail(err, errlen, "subzygote=%.*s: expected fork, exec, replicate or cgroup",
+            return pspawn_errmsg(err, errlen, "subzygote=%.*s: expected fork, exec, replicate or cgroup",
                         (int)vlen, v);
         o->subzygote = k;
         o->given |= PSPAWN_OPT_SUBZYGOTE;
@@ -102,17 +100,17 @@ static int parse_item(struct pspawn_options *o, const char *item, size_t len, ch
         else if (vlen == 4 && strncmp(v, "lazy", 4) == 0)
             o->lazy = 1;
         else
-            return fail(err, errlen, "start=%.*s: expected eager or lazy", (int)vlen, v);
+            return pspawn_errmsg(err, errlen, "start=%.*s: expected eager or lazy", (int)vlen, v);
         o->given |= PSPAWN_OPT_START;
     } else if (klen == 6 && strncmp(item, "cgroup", 6) == 0) {
         if (vlen == 0 || v[0] != '/' || vlen >= sizeof o->cgroup)
-            return fail(err, errlen, "cgroup=%.*s: expected an absolute path (under %zu bytes)",
+            return pspawn_errmsg(err, errlen, "cgroup=%.*s: expected an absolute path (under %zu bytes)",
                         (int)vlen, v, sizeof o->cgroup);
         memcpy(o->cgroup, v, vlen);
         o->cgroup[vlen] = 0;
         o->given |= PSPAWN_OPT_CGROUP;
     } else {
-        return fail(err, errlen, "\"%.*s\": unknown key \"%.*s\" (keys: fanout, subzygote, "
+        return pspawn_errmsg(err, errlen, "\"%.*s\": unknown key \"%.*s\" (keys: fanout, subzygote, "
                     "start, cgroup)", (int)len, item, (int)klen, item);
     }
     return 0;
@@ -128,7 +126,7 @@ int pspawn_options_parse(struct pspawn_options *o, const char *text, char *err, 
     for (const char *p = text; *p;) {
         size_t len = strcspn(p, ",");
         if (len == 0)
-            return fail(err, errlen, "\"%s\": empty item (items are separated by one comma)",
+            return pspawn_errmsg(err, errlen, "\"%s\": empty item (items are separated by one comma)",
                         text);
         int had = word_given;
         if (parse_item(o, p, len, err, errlen, &word_given) < 0)
@@ -137,14 +135,14 @@ int pspawn_options_parse(struct pspawn_options *o, const char *text, char *err, 
             key_given = 1;
         p += len;
         if (*p == ',' && !*++p)
-            return fail(err, errlen, "\"%s\": ends with a comma", text);
+            return pspawn_errmsg(err, errlen, "\"%s\": ends with a comma", text);
     }
     if (key_given && !word_given) {
         o->word = PSPAWN_WORD_ON;
         o->given |= PSPAWN_OPT_WORD;
     }
     if (o->subzygote == PSPAWN_SUB_CGROUP && !o->cgroup[0])
-        return fail(err, errlen, "subzygote=cgroup needs cgroup=DIR (a cgroup v2 directory)");
+        return pspawn_errmsg(err, errlen, "subzygote=cgroup needs cgroup=DIR (a cgroup v2 directory)");
     return 0;
 }
 

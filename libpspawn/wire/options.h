@@ -2,8 +2,8 @@
  * One syntax for what a user asks of libpspawn, whatever the front door:
  * a comma-separated list of words and KEY=VALUE pairs.
  *
- *   srun --pspawn=on,fanout=l3      plugstack.conf: default=auto,fanout=core
- *   pspawn --pspawn=fanout=4 ...    mpirun --mca odls_pspawn_options fanout=numa
+ *   srun --pspawn=on,fanout=l3      plugstack.conf: default=auto fanout=core
+ *   pspawn --options fanout=4 ...   mpirun --mca odls_pspawn_options fanout=numa
  *   pspawn_context_create_opts(&ctx, path, envp, "fanout=l3,subzygote=exec")
  *
  * Words: on, off, auto (whether a step uses a zygote; front doors that
@@ -90,5 +90,10 @@ int pspawn_options_format(const struct pspawn_options *o, char *buf, size_t size
 /* "numa", "l3", ..., "4" (into BUF for N cores); "fork", "exec", ... */
 const char *pspawn_fanout_name(const struct pspawn_options *o, char *buf, size_t size);
 const char *pspawn_subzygote_name(int subzygote);
+
+/* Write the message FMT into ERR (ERRLEN bytes, always terminated, when
+ * ERRLEN > 0) and return -1: the parsers' way to say what is wrong. */
+int pspawn_errmsg(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 #endif

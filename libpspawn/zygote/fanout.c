@@ -43,6 +43,7 @@
 #include "groups.h"
 #include "options.h"
 #include "zygote.h"
+#include "strv.h"
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
@@ -271,21 +272,7 @@ static char **sub_environ(const struct wire_group *g, int standin, const char *r
         (cgroup && asprintf(&env[k++], PSPAWN_ENV_TASK_CGROUP "=%d", TASK_CGROUP_AT) < 0))
         env[k - 1] = NULL;
     env[k] = NULL;
-    for (size_t i = 0; i < k; i++)
-        if (!env[i]) {
-            for (size_t j = 0; j < k; j++)
-                free(env[j]);
-            free(env);
-            return NULL;
-        }
-    return env;
-}
-
-static void free_env(char **env)
-{
-    for (size_t i = 0; env && env[i]; i++)
-        free(env[i]);
-    free(env);
+    return pspawn_strv_complete(env, k);
 }
 
 /* What an exec'd sub-zygote starts from: the state we were exec'd with
@@ -504,7 +491,7 @@ static int make_children(struct wire_fanout *f, int me, int *fds, int nfds, int 
             if (prepare_exec(&x, chan, g, standin, replicated ? dir : NULL, tcg, null) == 0) {
                 pid = replicated ? replicated_exec(f, g, &x, dir, fds, extra)
                                  : vfork_exec(&x, extra, &g->pid);
-                free_env(x.env);
+                pspawn_strv_free(x.env);
             }
         }
         if (pair[1] >= 0)
