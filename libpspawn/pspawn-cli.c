@@ -60,7 +60,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: %s [-n N] [--bind none|core|LIST] [--env K=V]... [--exec] [--label]\n"
-            "          [--fanout MODE] [--options LIST] [--timeout S] [-v] [--] PROG [ARGS...]\n"
+            "          [--fanout MODE] [--options LIST] [--preload-modules LIST] [--timeout S]\n"
+            "          [-v] [--] PROG [ARGS...]\n"
             "Launch N instances of PROG by forking one parked, already-loaded copy of it.\n\n"
             "  -n, --ntasks N      number of tasks (default 1)\n"
             "  -b, --bind MODE     none (default), core (rank r on the r-th allowed CPU),\n"
@@ -71,7 +72,11 @@ static void usage(FILE *f)
             "  -f, --fanout MODE   zygotes that fork the tasks: auto (default), none, numa,\n"
             "                      l3, package, core, or N cores per zygote (pspawn(1))\n"
             "  -o, --options LIST  libpspawn's options: fanout=MODE,subzygote=exec|fork|\n"
-            "                      replicate|cgroup,start=eager|lazy,cgroup=DIR (pspawn(3))\n"
+            "                      replicate|cgroup,start=eager|lazy,cgroup=DIR,python=auto|off\n"
+            "                      (pspawn(3))\n"
+            "  -p, --preload-modules LIST\n"
+            "                      Python modules a warm interpreter imports before it parks\n"
+            "                      (comma-separated; default: what earlier tasks imported)\n"
             "  -t, --timeout S     terminate the tasks after S seconds (exit 124)\n"
             "  -v, --verbose       print the launch time and the path used\n"
             "  -h, --help          this help\n"
@@ -90,7 +95,8 @@ static int add_options(const char *prefix, const char *value)
     if (asprintf(&item, "%s%s", prefix, value) < 0)
         return -1;
     if (pspawn_options_check(item, msg, sizeof msg) != 0) {
-        fprintf(stderr, "%s: invalid %s'%s': %s\n", progname, *prefix ? "--fanout " : "--options ",
+        fprintf(stderr, "%s: invalid %s'%s': %s\n", progname,
+                *prefix == 'f' ? "--fanout " : *prefix == 'm' ? "--preload-modules " : "--options ",
                 value, msg);
         free(item);
         return -1;
@@ -431,6 +437,7 @@ int main(int argc, char **argv)
         { "label", no_argument, NULL, 'l' },
         { "fanout", required_argument, NULL, 'f' },
         { "options", required_argument, NULL, 'o' },
+        { "preload-modules", required_argument, NULL, 'p' },
         { "timeout", required_argument, NULL, 't' },
         { "verbose", no_argument, NULL, 'v' },
         { "help", no_argument, NULL, 'h' },
@@ -439,7 +446,7 @@ int main(int argc, char **argv)
     };
     int c;
     opt.extra_env = calloc((size_t)argc, sizeof(char *));
-    while ((c = getopt_long(argc, argv, "+n:b:e:xlf:o:t:vhV", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+n:b:e:xlf:o:p:t:vhV", longopts, NULL)) != -1) {
         char *end;
         switch (c) {
         case 'n': {
@@ -476,6 +483,14 @@ int main(int argc, char **argv)
         case 'f':
         case 'o':
             if (add_options(c == 'f' ? "fanout=" : "", optarg) != 0)
+                return 2;
+            break;
+        case 'p':
+            /* commas separate the options' items: modules= takes colons */
+            for (char *m = optarg; *m; m++)
+                if (*m == ',')
+                    *m = ':';
+            if (add_options("modules=", optarg) != 0)
                 return 2;
             break;
         case 't':
@@ -542,7 +557,7 @@ int main(int argc, char **argv)
         /* The zygote gets the tasks' environment, --env included, so
          * that their loader variables are its own. */
         char **env0 = task_env(0);
-        err = env0 ? pspawn_context_create_opts(&ctx, path, env0, opt.options) : ENOMEM;
+        err = env0 ? pspawn_context_create_argv(&ctx, path, targv, env0, opt.options) : ENOMEM;
         if (env0)
             free_task_env(env0);
         if (err) {

@@ -99,12 +99,37 @@ int pspawn_context_create_ex(pspawn_context_t *ctx, const char *path, int core,
  *       caller may write; tasks are made in the caller's own cgroup).
  *   start=eager|lazy
  *       sub-zygotes made now (and waited for), or at their first task.
+ *   python=auto|off
+ *       auto (the default): if the program is a Python interpreter
+ *       (CPython 3.8 or later), the zygote starts it with the interpreter
+ *       options of the command line given to pspawn_context_create_argv,
+ *       imports the preload modules and parks inside it; each task is then
+ *       that warm interpreter made the task's (sys.argv, os.environ,
+ *       sys.path[0], standard streams, random seeds, thread pools) running
+ *       its script, -c or -m.  A task whose interpreter options or start-up
+ *       variables (PYTHON*, LANG, LC_*, HOME) differ from the zygote's is
+ *       exec'd.  off: the interpreter parks before main like any program.
+ *   modules=MOD:MOD...
+ *       what a warm interpreter imports before it parks; otherwise
+ *       PSPAWN_PRELOAD_MODULES (comma-separated), otherwise what earlier
+ *       tasks of the same script imported (a cache in
+ *       $XDG_CACHE_HOME/pspawn, or PSPAWN_CACHE_DIR).  A module that
+ *       starts a thread, keeps an fd open or maps a device when imported,
+ *       or that initialises MPI or a GPU (mpi4py.MPI, torch, cupy, ...), is
+ *       left out (PSPAWN_DEBUG says which and why).
  *   on, off, auto: accepted and ignored (front doors' words).
  *
  * EINVAL for options that do not parse (pspawn_options_check says why);
  * otherwise as pspawn_context_create_ex, with no pinning of the root. */
 int pspawn_context_create_opts(pspawn_context_t *ctx, const char *path,
                                char *const envp[], const char *options);
+
+/* The same, with ARGV a command line of the tasks to come (NULL: none).
+ * Only a Python interpreter reads it: its zygote starts with ARGV's
+ * interpreter options and imports what ARGV's script imported before. */
+int pspawn_context_create_argv(pspawn_context_t *ctx, const char *path,
+                               char *const argv[], char *const envp[],
+                               const char *options);
 
 /* Whether OPTIONS parse: 0, or EINVAL with a sentence naming what is wrong
  * in MSG (SIZE bytes, always terminated). */

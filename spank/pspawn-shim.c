@@ -324,7 +324,7 @@ int main(int argc, char **argv)
 
     struct pspawn_standin_client client = {
         .path = path, .key = key, .token = token, .local_tasks = tasks, .log = log_line,
-        .options = options,
+        .options = options, .argv = targv, .prog = &prog,
     };
     int sock = pspawn_standin_connect(&client);
     pid_t zpid = client.zpid;

@@ -79,7 +79,7 @@ tests_ctor_state_LDADD = libpspawn/libpspawn.la
 tests_ctor_state_LDFLAGS = $(driver_link_flags)
 
 check_PROGRAMS += tests/parity-api tests/children tests/fallback tests/errors tests/zygote-kill \
-	tests/soak tests/fanout
+	tests/soak tests/fanout tests/python-fallback
 
 tests_parity_api_SOURCES = tests/parity-api.c tests/tap.h
 tests_parity_api_LDADD = libpspawn/libpspawn.la
@@ -92,6 +92,10 @@ tests_children_LDFLAGS = $(driver_link_flags)
 tests_fallback_SOURCES = tests/fallback.c tests/tap.h
 tests_fallback_LDADD = libpspawn/libpspawn.la
 tests_fallback_LDFLAGS = $(driver_link_flags)
+
+tests_python_fallback_SOURCES = tests/python-fallback.c tests/tap.h
+tests_python_fallback_LDADD = libpspawn/libpspawn.la
+tests_python_fallback_LDFLAGS = $(driver_link_flags)
 
 tests_errors_SOURCES = tests/errors.c tests/tap.h
 tests_errors_LDADD = libpspawn/libpspawn.la
@@ -156,9 +160,13 @@ TESTS += \
 	tests/cli-errors.sh \
 	tests/cli-exit.sh \
 	tests/cli-options.sh \
-	tests/prefault.sh
+	tests/prefault.sh \
+	tests/python-warm.sh \
+	tests/python-fallback
 
 EXTRA_DIST += \
+	tests/python-warm.sh \
+	tests/python/probe.py \
 	tests/fixtures/4nodes-2allowed.xml \
 	tests/prefault.sh \
 	tests/taplib.sh \

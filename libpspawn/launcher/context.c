@@ -23,8 +23,8 @@ int pspawn_context_create(pspawn_context_t *ctx, const char *path, int core)
 }
 
 /* CORE >= 0 (the older calls): one zygote, pinned there while it loads. */
-static int create(pspawn_context_t *ctx, const char *path, int core, char *const envp[],
-                  const char *options)
+static int create(pspawn_context_t *ctx, const char *path, int core, char *const argv[],
+                  char *const envp[], const char *options)
 {
     if (!ctx || !path)
         return EINVAL;
@@ -67,10 +67,11 @@ static int create(pspawn_context_t *ctx, const char *path, int core, char *const
         pspawn_fallback(z, 1, "PSPAWN_FORCE_EXEC is set");
     else if (!(z->loader_env = pspawn_loader_env_of(envp ? envp : environ)))
         err = ENOMEM;
-    else
+    else if (!(err = pspawn_python_prepare(z, argv, envp)))
         err = pspawn_zygote_start(z, core, envp);
     if (err) {
         pspawn_zygote_stop(z);
+        pspawn_python_free(z);
         pspawn_strv_free(z->loader_env);
         pspawn_program_free(&z->prog);
         free(z);
@@ -83,13 +84,19 @@ static int create(pspawn_context_t *ctx, const char *path, int core, char *const
 int pspawn_context_create_ex(pspawn_context_t *ctx, const char *path, int core,
                              char *const envp[])
 {
-    return create(ctx, path, core, envp, NULL);
+    return create(ctx, path, core, NULL, envp, NULL);
 }
 
 int pspawn_context_create_opts(pspawn_context_t *ctx, const char *path, char *const envp[],
                                const char *options)
 {
-    return create(ctx, path, -1, envp, options);
+    return create(ctx, path, -1, NULL, envp, options);
+}
+
+int pspawn_context_create_argv(pspawn_context_t *ctx, const char *path, char *const argv[],
+                               char *const envp[], const char *options)
+{
+    return create(ctx, path, -1, argv, envp, options);
 }
 
 void pspawn_context_destroy(pspawn_context_t *ctx)
@@ -100,6 +107,7 @@ void pspawn_context_destroy(pspawn_context_t *ctx)
     pspawn_zygote_stop(z);
     pspawn_program_free(&z->prog);
     pspawn_strv_free(z->loader_env);
+    pspawn_python_free(z);
     free(z);
     ctx->impl = NULL;
 }

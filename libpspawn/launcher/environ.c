@@ -29,32 +29,32 @@ int pspawn_loader_var(const char *kv)
     return strncmp(kv, "GLIBC_TUNABLES=", 15) == 0 || strncmp(kv, "MALLOC_", 7) == 0;
 }
 
-char **pspawn_loader_env_of(char *const env[])
+char **pspawn_env_subset(char *const env[], int (*pick)(const char *))
 {
     size_t n = 0, k = 0;
     for (size_t i = 0; env && env[i]; i++)
-        n += pspawn_loader_var(env[i]) != 0;
+        n += pick(env[i]) != 0;
     char **v = calloc(n + 1, sizeof *v);
     for (size_t i = 0; v && env && env[i]; i++)
-        if (pspawn_loader_var(env[i]) && !(v[k++] = strdup(env[i]))) {
+        if (pick(env[i]) && !(v[k++] = strdup(env[i]))) {
             pspawn_strv_free(v);
             return NULL;
         }
     return v;
 }
 
-const char *pspawn_loader_env_differs(const struct pspawn_zygote *z, char *const envp[],
-                                      size_t *namelen)
+const char *pspawn_env_subset_differs(char *const subset[], char *const envp[],
+                                      int (*pick)(const char *), size_t *namelen)
 {
     size_t mine = 0, have = 0;
-    for (char **l = z->loader_env; l && *l; l++)
+    for (char *const *l = subset; l && *l; l++)
         mine++;
     for (size_t i = 0; envp && envp[i]; i++) {
-        if (!pspawn_loader_var(envp[i]))
+        if (!pick(envp[i]))
             continue;
         have++;
         int found = 0;
-        for (char **l = z->loader_env; l && *l && !found; l++)
+        for (char *const *l = subset; l && *l && !found; l++)
             found = strcmp(*l, envp[i]) == 0;
         if (!found) {
             *namelen = strcspn(envp[i], "=");
@@ -63,8 +63,8 @@ const char *pspawn_loader_env_differs(const struct pspawn_zygote *z, char *const
     }
     if (have == mine)
         return NULL;
-    /* One of the zygote's is missing from the task's. */
-    for (char **l = z->loader_env; l && *l; l++) {
+    /* One of the subset's is missing from ENVP. */
+    for (char *const *l = subset; l && *l; l++) {
         size_t len = strcspn(*l, "=") + 1, i;
         for (i = 0; envp && envp[i] && strncmp(envp[i], *l, len) != 0; i++)
             ;
@@ -75,6 +75,17 @@ const char *pspawn_loader_env_differs(const struct pspawn_zygote *z, char *const
     }
     *namelen = 0;
     return "";
+}
+
+char **pspawn_loader_env_of(char *const env[])
+{
+    return pspawn_env_subset(env, pspawn_loader_var);
+}
+
+const char *pspawn_loader_env_differs(const struct pspawn_zygote *z, char *const envp[],
+                                      size_t *namelen)
+{
+    return pspawn_env_subset_differs(z->loader_env, envp, pspawn_loader_var, namelen);
 }
 
 /* The zygote's environment: the caller's, with the proxy appended to its

@@ -352,6 +352,13 @@ static int make_cgroups(struct pspawn_zygote *z)
 int pspawn_fanout_start(struct pspawn_zygote *z)
 {
     z->cgroup_seq = ++context_seq;
+    /* An exec'd sub-zygote of a warm interpreter would import everything
+     * again; a forked one has it all. */
+    if (z->python && z->opts.subzygote != PSPAWN_SUB_FORK) {
+        pspawn_debug(z, "warm Python zygote: sub-zygotes are forked, not %s",
+                     pspawn_subzygote_name(z->opts.subzygote));
+        z->opts.subzygote = PSPAWN_SUB_FORK;
+    }
     if (z->opts.subzygote >= PSPAWN_SUB_REPLICATE)
         replica_base(z);
     if (z->opts.subzygote == PSPAWN_SUB_CGROUP) {

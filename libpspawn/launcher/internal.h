@@ -137,6 +137,13 @@ struct pspawn_zygote {
     } *tables;
     int ntables;
     unsigned long cgroup_seq;   /* names this context's copies and cgroups */
+    int python;             /* the root parked inside a Python interpreter */
+    struct python_start {   /* how it was started (pspawn_python_start) */
+        char **argv;        /* argv[0] and the interpreter options */
+        char *first_var;    /* PSPAWN_ENV_PYTHON=what the first task runs */
+        char *modules_var;  /* PSPAWN_ENV_MODULES=..., or NULL */
+    } py_start;
+    char **py_env;          /* its start-up environment (PYTHON*, LANG, LC_*, HOME) */
 };
 
 /* The launcher's state at the time of a call, merged with an attribute
@@ -252,6 +259,8 @@ struct pspawn_standin_client {
     const char *token;          /* the step's secret */
     const char *local_tasks;    /* tasks of the step on this node */
     const char *options;        /* the step's options (fanout=...), or NULL */
+    char *const *argv;          /* the task's command line (a warm Python's options) */
+    const struct program *prog; /* the program, inspected */
     void (*log)(const char *msg);   /* what happens, for debugging; or NULL */
     pid_t zpid;                 /* out: the zygote, if this call started it */
     int fail_fd;                /* out: listening while the start failed */
@@ -284,6 +293,32 @@ char **pspawn_loader_env_of(char *const env[]);
  * '=') of the first that differs. */
 const char *pspawn_loader_env_differs(const struct pspawn_zygote *z,
                                       char *const envp[], size_t *namelen);
+/* The entries of ENV that PICK picks, copied, NULL-terminated (NULL: no
+ * memory). */
+char **pspawn_env_subset(char *const env[], int (*pick)(const char *));
+/* NULL if ENVP's picked entries are exactly SUBSET, else the first that
+ * differs or is missing (its name is *NAMELEN bytes). */
+const char *pspawn_env_subset_differs(char *const subset[], char *const envp[],
+                                      int (*pick)(const char *), size_t *namelen);
+
+/* python.c: the warm Python zygote, launcher side. */
+/* How a zygote that may turn out to be a Python interpreter is started
+ * under options O: ARGV's (or PROG's #! line's) interpreter options, and
+ * the variables naming what the first task runs and the modules to import.
+ * All NULL when python=off.  0 or ENOMEM. */
+int pspawn_python_start(const struct pspawn_options *o, const struct program *prog,
+                        char *const argv[], struct python_start *ps);
+void pspawn_python_start_free(struct python_start *ps);
+/* Keep what a zygote needs to start as a warm interpreter, should it be
+ * one: ARGV's interpreter options (a #! script's from its first line), what
+ * the first task runs, the modules to import, the start-up environment of
+ * ENVP.  Nothing when python=off.  0 or ENOMEM. */
+int pspawn_python_prepare(struct pspawn_zygote *z, char *const argv[], char *const envp[]);
+void pspawn_python_free(struct pspawn_zygote *z);
+/* NULL if the warm interpreter of Z can run a task of ARGV (as exec'd)
+ * and ENVP, else why not (in BUF, or a constant). */
+const char *pspawn_python_refusal(const struct pspawn_zygote *z, char *const argv[],
+                                  char *const envp[], char *buf, size_t size);
 
 /* creds.c */
 /* Read the caller's credentials; returns 0 or an errno. */
@@ -300,6 +335,7 @@ const char *pspawn_creds_differ(const struct pspawn_creds *a, const struct pspaw
 #define ZYGOTE_EXEC_FDS 4
 struct zygote_exec {
     const char *path;
+    char *const *argv;      /* NULL: { PATH } */
     char *const *base_env;
     const char *const *extra_env;
     int null_stdio;

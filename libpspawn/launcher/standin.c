@@ -77,13 +77,23 @@ static pid_t start_zygote(const struct pspawn_standin_client *c, const char *nam
     snprintf(token_var, sizeof token_var, PSPAWN_ENV_TOKEN "=%s", c->token);
     snprintf(tasks_var, sizeof tasks_var, PSPAWN_ENV_TASKS "=%s",
              c->local_tasks ? c->local_tasks : "0");
-    const char *const extra[] = { listen_var, token_var, tasks_var, PSPAWN_ENV_SOCK "=3", NULL };
+    /* A Python interpreter starts warm, with this task's options. */
+    struct pspawn_options o;
+    struct python_start ps = { 0 };
+    char msg[256];
+    pspawn_options_defaults(&o);
+    if (pspawn_options_parse(&o, c->options, msg, sizeof msg) < 0 ||
+        (c->prog && pspawn_python_start(&o, c->prog, c->argv, &ps) != 0))
+        memset(&ps, 0, sizeof ps);
+    const char *const extra[] = { listen_var, token_var, tasks_var, PSPAWN_ENV_SOCK "=3",
+                                  ps.first_var, ps.modules_var, NULL };
     struct zygote_exec x = {
-        .path = c->path, .extra_env = extra, .null_stdio = 1,
+        .path = c->path, .argv = ps.argv, .extra_env = extra, .null_stdio = 1,
         .fds = { rs[1] }, .at = { 3 }, .nfds = 1,
     };
     pid_t pid;
     int err = pspawn_zygote_exec(&x, &pid);
+    pspawn_python_start_free(&ps);
     close(rs[1]);
     if (err) {
         close(rs[0]);

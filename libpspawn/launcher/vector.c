@@ -135,6 +135,16 @@ int pspawn_run_vector(struct pspawn_zygote *z, pspawn_task_t *tasks, size_t n,
     }
     if (use_zygote && n > 0 && z->prog.ninterp && !(b.zargv = script_argvs(&b)))
         use_zygote = 0;
+    for (size_t i = 0; use_zygote && z->python && i < n; i++) {
+        char buf[256];
+        const char *why;
+        if (b.state[i] == T_TODO &&
+            (why = pspawn_python_refusal(z, b.zargv ? b.zargv[i] : tasks[i].argv,
+                                         task_envp(&b, i), buf, sizeof buf))) {
+            b.state[i] = T_EXEC;
+            pspawn_fallback(z, 0, "task %zu: %s", i, why);
+        }
+    }
     if (use_zygote && n > 0)
         pspawn_batch_run(&b);
     free_script_argvs(&b);

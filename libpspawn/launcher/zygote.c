@@ -177,6 +177,12 @@ void pspawn_zygote_refusal(char *buf, size_t size, int status, int detail)
         snprintf(buf, size, "program does not start through __libc_start_main "
                  "(not a glibc program): no place to park it");
         break;
+    case ZYGOTE_PYTHON_REFUSED:
+        snprintf(buf, size, "%s", detail == PYTHON_TOO_OLD
+                 ? "Python interpreter older than 3.8: it cannot be kept warm"
+                 : "the warm Python zygote's bootstrap failed (its error is on the zygote's "
+                   "standard error; python=off parks it before main)");
+        break;
     case ZYGOTE_LISTEN_FAILED:
         snprintf(buf, size, "zygote could not listen for the step's tasks: %s", strerror(detail));
         break;
@@ -225,8 +231,8 @@ int pspawn_zygote_exec(const struct zygote_exec *x, pid_t *pid)
         .sig_default = ~UINT64_C(0),
         .cpuset = x->cpuset,
     };
-    char *argv[] = { (char *)x->path, NULL };
-    int err = pspawn_exec_setup(pid, x->path, &s, 0, argv, env);
+    char *path_only[] = { (char *)x->path, NULL };
+    int err = pspawn_exec_setup(pid, x->path, &s, 0, x->argv ? x->argv : path_only, env);
     pspawn_strv_free(env);
     if (null >= 0)
         close(null);
@@ -274,13 +280,14 @@ static int start_root(struct pspawn_zygote *z, int core, char *const envp[])
     char sock_var[64], report_var[64];
     snprintf(sock_var, sizeof sock_var, PSPAWN_ENV_SOCK "=%d", zsock_fd);
     snprintf(report_var, sizeof report_var, PSPAWN_ENV_REPORT "=%d", zreport_fd);
-    const char *const extra[] = { sock_var, report_var, NULL };
+    const char *const extra[] = { sock_var, report_var, z->py_start.first_var,
+                                  z->py_start.modules_var, NULL };
     unsigned char cpuset[PSPAWN_CPUSET_BYTES];
     memset(cpuset, 0, sizeof cpuset);
     if (core >= 0 && core < PSPAWN_CPUSET_BYTES * 8)
         cpuset[core / 8] |= (unsigned char)(1u << (core % 8));
     struct zygote_exec x = {
-        .path = z->prog.path, .base_env = envp, .extra_env = extra,
+        .path = z->prog.path, .argv = z->py_start.argv, .base_env = envp, .extra_env = extra,
         .fds = { sv[1], rep[1] }, .at = { zsock_fd, zreport_fd }, .nfds = 2,
         .cpuset = core >= 0 ? cpuset : NULL,
     };
@@ -333,14 +340,15 @@ static int start_root(struct pspawn_zygote *z, int core, char *const envp[])
         return 0;
     }
     if (ready.status != ZYGOTE_PARKED) {
-        char why[160];
+        char why[256];
         pspawn_zygote_refusal(why, sizeof why, (int)ready.status, ready.detail);
         pspawn_zygote_lost(z, 0);
         pspawn_fallback(z, 1, "%s", why);
         return 0;
     }
     root->state = SERVER_READY;
-    pspawn_debug(z, "zygote %d parked", (int)pid);
+    z->python = (ready.flags & READY_PYTHON) != 0;
+    pspawn_debug(z, "zygote %d parked%s", (int)pid, z->python ? " inside Python" : "");
     return 0;
 }
 

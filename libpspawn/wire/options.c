@@ -31,6 +31,7 @@ void pspawn_options_defaults(struct pspawn_options *o)
     o->word = PSPAWN_WORD_UNSET;
     o->fanout = PSPAWN_FANOUT_AUTO;
     o->subzygote = PSPAWN_DEFAULT_SUBZYGOTE;
+    o->python = 1;
 }
 
 static int lookup(const char *w, size_t len, const char *const *names, int n)
@@ -61,7 +62,7 @@ static int parse_item(struct pspawn_options *o, const char *item, size_t len, ch
         int w = lookup(item, len, word_names, N_OF(word_names));
         if (w < 0)
             return pspawn_errmsg(err, errlen, "\"%.*s\": expected on, off, auto or KEY=VALUE "
-                        "(keys: fanout, subzygote, start, cgroup)", (int)len, item);
+                        "(keys: fanout, subzygote, start, cgroup, python, modules)", (int)len, item);
         o->word = w;
         o->given |= PSPAWN_OPT_WORD;
         *word_given = 1;
@@ -109,9 +110,31 @@ static int parse_item(struct pspawn_options *o, const char *item, size_t len, ch
         memcpy(o->cgroup, v, vlen);
         o->cgroup[vlen] = 0;
         o->given |= PSPAWN_OPT_CGROUP;
+    } else if (klen == 6 && strncmp(item, "python", 6) == 0) {
+        if (vlen == 4 && strncmp(v, "auto", 4) == 0)
+            o->python = 1;
+        else if (vlen == 3 && strncmp(v, "off", 3) == 0)
+            o->python = 0;
+        else
+            return pspawn_errmsg(err, errlen, "python=%.*s: expected auto or off", (int)vlen, v);
+        o->given |= PSPAWN_OPT_PYTHON;
+    } else if (klen == 7 && strncmp(item, "modules", 7) == 0) {
+        if (vlen >= sizeof o->modules)
+            return pspawn_errmsg(err, errlen, "modules=: longer than %zu bytes",
+                                 sizeof o->modules - 1);
+        for (size_t i = 0; i < vlen; i++) {
+            char c = v[i];
+            if (!(c == ':' || c == '.' || c == '_' || (c >= 'a' && c <= 'z') ||
+                  (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')))
+                return pspawn_errmsg(err, errlen, "modules=%.*s: expected Python module names "
+                                     "separated by colons", (int)vlen, v);
+            o->modules[i] = c == ':' ? ',' : c;
+        }
+        o->modules[vlen] = 0;
+        o->given |= PSPAWN_OPT_MODULES;
     } else {
         return pspawn_errmsg(err, errlen, "\"%.*s\": unknown key \"%.*s\" (keys: fanout, subzygote, "
-                    "start, cgroup)", (int)len, item, (int)klen, item);
+                    "start, cgroup, python, modules)", (int)len, item, (int)klen, item);
     }
     return 0;
 }
@@ -163,8 +186,20 @@ const char *pspawn_subzygote_name(int subzygote)
 int pspawn_options_format(const struct pspawn_options *o, char *buf, size_t size)
 {
     char n[16];
-    int len = snprintf(buf, size, "fanout=%s,subzygote=%s,start=%s%s%s",
+    int len = snprintf(buf, size, "fanout=%s,subzygote=%s,start=%s%s%s,python=%s",
                        pspawn_fanout_name(o, n, sizeof n), pspawn_subzygote_name(o->subzygote),
-                       o->lazy ? "lazy" : "eager", o->cgroup[0] ? ",cgroup=" : "", o->cgroup);
-    return len >= 0 && (size_t)len < size ? 0 : -1;
+                       o->lazy ? "lazy" : "eager", o->cgroup[0] ? ",cgroup=" : "", o->cgroup,
+                       o->python ? "auto" : "off");
+    if (len < 0 || (size_t)len >= size)
+        return -1;
+    if (o->modules[0]) {
+        /* back to the colons the syntax uses */
+        int m = snprintf(buf + len, size - (size_t)len, ",modules=%s", o->modules);
+        if (m < 0 || (size_t)m >= size - (size_t)len)
+            return -1;
+        for (char *c = buf + len; *c; c++)
+            if (*c == ',' && c != buf + len)
+                *c = ':';
+    }
+    return 0;
 }

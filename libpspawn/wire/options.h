@@ -24,6 +24,14 @@
  *   cgroup=DIR
  *       the cgroup v2 directory under which subzygote=cgroup makes one
  *       cgroup per group (its cpuset controller enabled for children).
+ *   python=auto|off
+ *       auto (the default): a zygote that is a Python interpreter starts
+ *       it and parks inside it, warm, after importing the preload modules;
+ *       off: it parks before main like any program.
+ *   modules=MOD:MOD...
+ *       the modules a warm Python zygote imports before it parks (colons,
+ *       since commas separate items); otherwise PSPAWN_PRELOAD_MODULES, or
+ *       what earlier tasks of the same script imported (learned).
  * Later features add their keys here.  Unknown keys are errors, so a typo
  * never silently does nothing.
  */
@@ -65,6 +73,8 @@ struct pspawn_options {
     int subzygote;          /* enum pspawn_subzygote */
     int lazy;               /* start=lazy */
     char cgroup[PATH_MAX];  /* cgroup=DIR, or "" */
+    int python;             /* python=auto (1) or off (0) */
+    char modules[1024];     /* modules=, comma-separated, or "" */
     unsigned given;         /* PSPAWN_OPT_* bits: what the text set */
 };
 #define PSPAWN_OPT_WORD      0x1u
@@ -72,6 +82,8 @@ struct pspawn_options {
 #define PSPAWN_OPT_SUBZYGOTE 0x4u
 #define PSPAWN_OPT_START     0x8u
 #define PSPAWN_OPT_CGROUP    0x10u
+#define PSPAWN_OPT_PYTHON    0x20u
+#define PSPAWN_OPT_MODULES   0x40u
 
 /* The defaults: word unset, fanout=auto, subzygote=PSPAWN_DEFAULT_SUBZYGOTE,
  * start=eager. */

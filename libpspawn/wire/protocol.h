@@ -81,13 +81,23 @@ enum zygote_status {
     ZYGOTE_NO_LIBC_START = 2,
     ZYGOTE_LISTEN_FAILED = 3,   /* stand-in mode: detail errno */
     ZYGOTE_POSIX_TIMERS = 4,    /* detail: how many */
+    ZYGOTE_PYTHON_REFUSED = 5,  /* detail: enum python_refusal */
 };
+
+/* Why a Python interpreter could not be made a warm zygote. */
+enum python_refusal {
+    PYTHON_TOO_OLD = 1,         /* before 3.8: no sys.orig_argv, no PyOS_AfterFork_Child */
+    PYTHON_BOOTSTRAP = 2,       /* the bootstrap failed (its error is on the zygote's stderr) */
+};
+
+#define READY_PYTHON 0x1        /* zygote_ready.flags: parked inside a Python interpreter */
 
 struct zygote_ready {
     uint32_t magic;
     int32_t status;
     int32_t detail;
     int32_t pid;
+    uint32_t flags;             /* READY_* */
 };
 
 /* Why a request was refused as a whole; its tasks are then exec'd. */

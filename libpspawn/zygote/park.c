@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "procfs.h"
+#include "python.h"
 #include "replica.h"
 #include "unixsock.h"
 #include "zygote.h"
@@ -55,7 +56,8 @@ static int env_int(const char *name, long *out)
 
 void zygote_send_ready(int sock, int status, int detail)
 {
-    struct zygote_ready r = { PSPAWN_MAGIC, status, detail, (int32_t)getpid() };
+    struct zygote_ready r = { PSPAWN_MAGIC, status, detail, (int32_t)getpid(),
+                              parked.python_warm ? READY_PYTHON : 0 };
     send(sock, &r, sizeof r, MSG_NOSIGNAL);
 }
 
@@ -248,6 +250,8 @@ __attribute__((constructor)) static void proxy_init(void)
     parked.task_cgroup = env_int(PSPAWN_ENV_TASK_CGROUP, &fd) ? (int)fd : -1;
     if (parked.task_cgroup >= 0)
         fcntl(parked.task_cgroup, F_SETFD, FD_CLOEXEC);
+    const char *python = getenv(PSPAWN_ENV_PYTHON);
+    parked.python = python ? strdup(python) : NULL;
     const char *replica = getenv(PSPAWN_ENV_REPLICA);
     parked.replica = replica ? strdup(replica) : NULL;
     record_exec_group();
@@ -442,11 +446,8 @@ static void record_parked_state(void)
     record_itimers();
 }
 
-static int park_main(int argc, char **argv, char **envp)
+struct task_start zygote_park(void)
 {
-    (void)argc;
-    (void)argv;
-    (void)envp;
     int threads = count_threads();
     if (threads > 1) {
         if (parked.sock >= 0)
@@ -472,7 +473,15 @@ static int park_main(int argc, char **argv, char **envp)
         parked.group = parked.exec_group.index;
         zygote_become_group(&parked.exec_group);
     }
-    struct task_start ts = parked.listen_name ? zygote_serve_standin() : zygote_serve();
+    return parked.listen_name ? zygote_serve_standin() : zygote_serve();
+}
+
+static int park_main(int argc, char **argv, char **envp)
+{
+    /* A Python interpreter parks later, inside itself (python.c). */
+    if (parked.python && zygote_python_detect())
+        return zygote_python_main(argc, argv, envp);
+    struct task_start ts = zygote_park();
     return parked.real_main(ts.argc, ts.argv, ts.envp);
 }
 

@@ -60,6 +60,7 @@ pid_t zygote_clone(unsigned long extra, int *parent_tid)
     if (parent_tid)
         flags |= CLONE_PARENT_SETTID;
     pid_t pid;
+    zygote_python_before_fork();
     if (parked.task_cgroup >= 0 && (extra & CLONE_PARENT)) {
         /* subzygote=cgroup: our tasks belong in the launcher's cgroup, not
          * in our group's; a task made there never runs anywhere else.
@@ -76,6 +77,8 @@ pid_t zygote_clone(unsigned long extra, int *parent_tid)
     }
     if (pid == 0 && parked.robust_head)
         syscall(SYS_set_robust_list, parked.robust_head, parked.robust_len);
+    if (pid != 0)
+        zygote_python_after_fork_parent();
     return pid;
 }
 

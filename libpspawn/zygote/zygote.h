@@ -103,6 +103,8 @@ struct parked {
     int ntext;
     struct itimerval itimer[3]; /* a constructor's alarm or interval timers */
     int itimers;                /* bit per armed one */
+    char *python;               /* PSPAWN_ENV_PYTHON: may park inside Python */
+    int python_warm;            /* parked inside a Python interpreter */
 };
 extern struct parked parked;
 
@@ -115,6 +117,9 @@ struct task_start {
 
 /* park.c */
 void zygote_send_ready(int sock, int status, int detail);
+/* Check that the zygote may park here, record the state it parked in, and
+ * serve: returns only in a new task, with its main()'s arguments. */
+struct task_start zygote_park(void);
 void zygote_rearm_itimers(void);
 /* Open the pidfds this zygote watches (its launcher, its root): after the
  * park, so that constructors got the fd numbers exec would give them. */
@@ -172,6 +177,18 @@ int zygote_fanout(char *base, size_t size, int *fds, int nfds, int standin);
 /* The group a task bound to CPUS goes to among the stand-in root's. */
 int zygote_group_of(const unsigned char *cpus);
 
+
+/* python.c: the warm Python interpreter. */
+/* Whether this program is a CPython interpreter (3.8 or later). */
+int zygote_python_detect(void);
+/* In place of park_main: run the interpreter with its options and the
+ * bootstrap, which imports the preload modules and parks
+ * (pspawn_python_park). */
+int zygote_python_main(int argc, char **argv, char **envp);
+/* Around each clone of a warm interpreter: what os.fork does (the child's
+ * part runs once the task is released, in pspawn_python_park). */
+void zygote_python_before_fork(void);
+void zygote_python_after_fork_parent(void);
 
 /* standin.c: stand-in mode (exits when the node's tasks are served). */
 struct task_start zygote_serve_standin(void);

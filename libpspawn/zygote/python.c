@@ -1,0 +1,191 @@
+/*
+ * The warm Python zygote's C side.  A zygote whose program turns out to be
+ * a CPython interpreter (and whose launcher allows it) does not park before
+ * main: it runs the interpreter with its options and the bootstrap
+ * (warm.py), which imports the preload modules and then calls
+ * pspawn_python_park().  That is the same park and the same serving as
+ * before main, with os.fork's interpreter hooks around each clone.  In a
+ * task, the call returns 1 and the bootstrap makes the interpreter the
+ * task's.  The functions the bootstrap calls (through ctypes) are the
+ * proxy's only exports besides __libc_start_main.
+ */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+#include "python.h"
+#include "zygote.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* The bootstrap's source, made from warm.py at build time. */
+static const char warm_py[] =
+#include "warm.inc"
+    ;
+
+static void (*before_fork)(void), (*after_fork_parent)(void), (*after_fork_child)(void);
+static struct task_start task;
+
+int zygote_python_detect(void)
+{
+    /* Exported by the interpreter (statically linked) or by libpython. */
+    return dlsym(RTLD_DEFAULT, "Py_BytesMain") && dlsym(RTLD_DEFAULT, "PyOS_AfterFork_Child");
+}
+
+int zygote_python_main(int argc, char **argv, char **envp)
+{
+    char **v = calloc((size_t)argc + 3, sizeof *v);
+    if (!v)
+        _exit(127);
+    memcpy(v, argv, (size_t)argc * sizeof *v);
+    v[argc] = (char *)"-c";
+    v[argc + 1] = (char *)warm_py;
+    before_fork = (void (*)(void))dlsym(RTLD_DEFAULT, "PyOS_BeforeFork");
+    after_fork_parent = (void (*)(void))dlsym(RTLD_DEFAULT, "PyOS_AfterFork_Parent");
+    after_fork_child = (void (*)(void))dlsym(RTLD_DEFAULT, "PyOS_AfterFork_Child");
+    /* The interpreter ends here only if the bootstrap did not park. */
+    int rc = parked.real_main(argc + 2, v, envp);
+    if (!parked.python_warm && parked.sock >= 0)
+        zygote_send_ready(parked.sock, ZYGOTE_PYTHON_REFUSED, PYTHON_BOOTSTRAP);
+    _exit(rc);
+}
+
+void zygote_python_before_fork(void)
+{
+    if (parked.python_warm && before_fork)
+        before_fork();
+}
+
+void zygote_python_after_fork_parent(void)
+{
+    if (parked.python_warm && after_fork_parent)
+        after_fork_parent();
+}
+
+/* Park inside the interpreter.  Called by the bootstrap with the GIL held
+ * (ctypes.PyDLL); returns 1 in each task, after the interpreter's fork
+ * hooks have run there (thread state, locks, os.register_at_fork). */
+EXPORT int pspawn_python_park(void)
+{
+    parked.python_warm = 1;
+    task = zygote_park();
+    if (after_fork_child)
+        after_fork_child();
+    return 1;
+}
+
+/* The interpreter cannot be made warm: tell the launcher why, and end. */
+EXPORT void pspawn_python_refuse(int why)
+{
+    if (parked.sock >= 0)
+        zygote_send_ready(parked.sock, ZYGOTE_PYTHON_REFUSED, why);
+    _exit(0);
+}
+
+EXPORT int pspawn_python_task_argc(void)
+{
+    return task.argc;
+}
+
+EXPORT char **pspawn_python_task_argv(void)
+{
+    return task.argv;
+}
+
+/* The path the zygote was exec'd with, for a task that must be exec'd
+ * after all (what it runs is not a file, say). */
+EXPORT const char *pspawn_python_exec_path(void)
+{
+    return (const char *)getauxval(AT_EXECFN);
+}
+
+/* An exec'd interpreter that ends on an uncaught KeyboardInterrupt kills
+ * itself with SIGINT once it has finalized, so that its parent sees it
+ * die of the signal. */
+static void die_by_sigint(void)
+{
+    signal(SIGINT, SIG_DFL);
+    kill(getpid(), SIGINT);
+}
+
+EXPORT void pspawn_python_exit_by_sigint(void)
+{
+    atexit(die_by_sigint);
+}
+
+/* ---- thread pools --------------------------------------------------------
+ *
+ * The zygote loaded the BLAS and OpenMP runtimes with one thread (a
+ * threaded zygote cannot fork).  Each task sizes their pools from its own
+ * environment, as each runtime does at load: OpenBLAS from
+ * OPENBLAS_NUM_THREADS, then GOTO_NUM_THREADS, then OMP_NUM_THREADS, else
+ * the CPUs it may use; libgomp from OMP_NUM_THREADS's first value, else
+ * the CPUs in its affinity. */
+
+static long env_threads(const char *name)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return 0;
+    long n = strtol(v, NULL, 10);
+    return n > 0 ? n : 0;
+}
+
+static long affinity_cpus(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) < 0)
+        return 1;
+    return CPU_COUNT(&set);
+}
+
+static int size_pool(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    int *sized = data;
+    if (!info->dlpi_name || !info->dlpi_name[0])
+        return 0;
+    void *h = dlopen(info->dlpi_name, RTLD_NOLOAD | RTLD_LAZY);
+    if (!h)
+        return 0;
+    void (*openblas_set)(int) = (void (*)(int))dlsym(h, "openblas_set_num_threads");
+    int (*openblas_procs)(void) = (int (*)(void))dlsym(h, "openblas_get_num_procs");
+    void (*omp_set)(int) = (void (*)(int))dlsym(h, "omp_set_num_threads");
+    /* Only the library that defines it: dlsym also finds its dependencies'. */
+    Dl_info where;
+    if (openblas_set && dladdr((void *)openblas_set, &where) &&
+        strcmp(where.dli_fname, info->dlpi_name) == 0) {
+        long n = env_threads("OPENBLAS_NUM_THREADS");
+        if (!n)
+            n = env_threads("GOTO_NUM_THREADS");
+        if (!n)
+            n = env_threads("OMP_NUM_THREADS");
+        long max = openblas_procs ? openblas_procs() : affinity_cpus();
+        if (!n || n > max)
+            n = max;
+        openblas_set((int)n);
+        (*sized)++;
+    }
+    if (omp_set && dladdr((void *)omp_set, &where) && strcmp(where.dli_fname, info->dlpi_name) == 0) {
+        long n = env_threads("OMP_NUM_THREADS");
+        omp_set((int)(n ? n : affinity_cpus()));
+        (*sized)++;
+    }
+    dlclose(h);
+    return 0;
+}
+
+/* Returns how many pools it sized. */
+EXPORT int pspawn_python_size_pools(void)
+{
+    int sized = 0;
+    dl_iterate_phdr(size_pool, &sized);
+    return sized;
+}

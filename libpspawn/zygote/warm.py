@@ -1,0 +1,415 @@
+# The warm Python zygote's bootstrap.  libpspawn's proxy runs it as
+# `python3 [the tasks' interpreter options] -c <this file>` in place of the
+# program's own start (python.c).  It imports the preload modules, freezes
+# what it made for the garbage collector, and parks.  In each task it makes
+# the interpreter what an exec'd `python3 ...` of the task's command line
+# would be, then runs the task's __main__ as the interpreter would.
+# Everything lives in one function, so that __main__ stays as a new
+# interpreter has it; the function's frames are cut from tracebacks.
+
+def _pspawn_warm():
+    import sys, os, gc, ctypes
+
+    ours = {sys._getframe(0).f_code, sys._getframe(1).f_code}
+    main_dict = sys.modules['__main__'].__dict__
+    del main_dict['_pspawn_warm']
+    proxy = ctypes.PyDLL(None)
+    proxy.pspawn_python_task_argv.restype = ctypes.POINTER(ctypes.c_char_p)
+    proxy.pspawn_python_exec_path.restype = ctypes.c_char_p
+    SCRIPT, COMMAND, MODULE = 0, 1, 2
+    if sys.version_info < (3, 8):
+        proxy.pspawn_python_refuse(1)
+
+    env = os.environ
+    first = env.pop('PSPAWN_ZYGOTE_PYTHON', '')
+    chosen = env.pop('PSPAWN_ZYGOTE_MODULES', None)
+    if chosen is None:
+        chosen = env.get('PSPAWN_PRELOAD_MODULES')
+    safe_path = getattr(sys.flags, 'safe_path', False)
+
+    def startup_vars(environ):
+        # what the interpreter read at start (wire/python.c says the same)
+        return {k: v for k, v in environ.items()
+                if k.startswith(('PYTHON', 'LC_')) or k in ('LANG', 'HOME')}
+    startup = startup_vars(env)
+    options = sys.orig_argv[1:-2]       # ours: [argv0, options..., -c, this]
+
+    # Modules that must never be imported in a zygote: they initialise MPI
+    # or a device, or start threads, when imported.
+    deny = ('mpi4py.MPI', 'torch', 'tensorflow', 'jax', 'cupy', 'pycuda', 'numba.cuda',
+            'multiprocessing.resource_tracker')
+
+    def denied(name):
+        return any(name == d or name.startswith(d + '.') for d in deny)
+
+    def debug(on, msg):
+        if on:
+            os.write(2, ('libpspawn: warm python: %s\n' % msg).encode('utf-8', 'replace'))
+
+    def path0_of(kind, what):
+        if safe_path:
+            return None
+        if kind == COMMAND:
+            return ''
+        if kind == MODULE:
+            return os.getcwd()
+        return os.path.dirname(os.path.realpath(what))
+
+    # ---- the cache of what tasks imported, per script --------------------
+    cache_dir = env.get('PSPAWN_CACHE_DIR') or os.path.join(
+        env.get('XDG_CACHE_HOME') or os.path.join(os.path.expanduser('~'), '.cache'),
+        'pspawn', 'python')
+
+    def identity(kind, what):
+        """The cache file and the key its first line must hold: the
+        interpreter (path, device, inode, mtime), its options and start-up
+        environment, and what it runs (a script's path and mtime)."""
+        import zlib
+        st = os.stat(sys.executable)
+        parts = [os.path.realpath(sys.executable), st.st_dev, st.st_ino, st.st_mtime_ns]
+        parts += options
+        parts += sorted('%s=%s' % kv for kv in env.items()
+                        if kv[0].startswith(('PYTHON', 'LC_')) or kv[0] in ('LANG', 'HOME'))
+        if kind == SCRIPT:
+            path = os.path.realpath(what)
+            parts += ['script', path, os.stat(path).st_mtime_ns]
+            name = os.path.basename(path)
+        else:
+            parts += ['-m' if kind == MODULE else '-c', what]
+            name = what if kind == MODULE else 'command'
+        key = '\x1f'.join(map(str, parts))
+        name = ''.join(c if c.isalnum() or c in '._-' else '_' for c in name)[:64]
+        return os.path.join(cache_dir, '%s-%08x' % (name, zlib.crc32(key.encode()))), key
+
+    def read_cache(path, key):
+        """{name: verdict}: 'ok', or why the module is left out."""
+        try:
+            with open(path, encoding='utf-8') as f:
+                if f.readline().rstrip('\n') != repr(key):
+                    return {}
+                return dict(line.rstrip('\n').split(' ', 1)[::-1] for line in f if ' ' in line)
+        except (OSError, ValueError):
+            return {}
+
+    def write_cache(path, key, verdicts):
+        try:
+            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+            tmp = '%s.%d' % (path, os.getpid())
+            with open(tmp, 'w', encoding='utf-8') as f:
+                f.write(repr(key) + '\n')
+                for name, verdict in verdicts.items():
+                    f.write('%s %s\n' % (verdict, name))
+            os.replace(tmp, path)
+        except OSError:
+            pass
+
+    # ---- what importing a module left behind -----------------------------
+    def process_state():
+        maps = set()
+        with open('/proc/self/maps') as f:
+            for line in f:
+                path = line.split(None, 5)[5:]
+                if path and path[0].startswith('/dev/') and not path[0].startswith('/dev/zero'):
+                    maps.add(path[0].strip())
+        return (len(os.listdir('/proc/self/task')), set(os.listdir('/proc/self/fd')), maps)
+
+    def left_behind(before, after):
+        if after[0] > before[0]:
+            return 'started a thread'
+        if after[1] - before[1]:
+            return 'kept a file descriptor open'
+        if after[2] - before[2]:
+            return 'mapped a device (%s)' % sorted(after[2] - before[2])[0]
+        return None
+
+    def trial(names):
+        """Import NAMES in a forked child, one by one, and say of each
+        whether it may be imported in a zygote."""
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            try:
+                state = process_state()
+                for name in names:
+                    try:
+                        __import__(name)
+                        now = process_state()
+                        verdict = left_behind(state, now) or 'ok'
+                        state = now
+                    except BaseException as e:
+                        verdict = 'does not import (%s)' % type(e).__name__
+                    os.write(w, ('%s\t%s\n' % (name, verdict)).encode())
+            finally:
+                os._exit(0)
+        os.close(w)
+        out = b''
+        while True:
+            chunk = os.read(r, 65536)
+            if not chunk:
+                break
+            out += chunk
+        os.close(r)
+        os.waitpid(pid, 0)
+        verdicts = dict(line.split('\t', 1) for line in out.decode().splitlines() if '\t' in line)
+        for name in names:
+            verdicts.setdefault(name, 'the trial import ended the process')
+        return {n: v.replace(' ', '_') if v != 'ok' else v for n, v in verdicts.items()}
+
+    # ---- before parking: import, freeze ----------------------------------
+    first_kind, first_what = (SCRIPT, first) if first not in ('', '-c', '-m') else \
+        (COMMAND if first != '-m' else MODULE, '')
+    # The zygote imports with the first task's sys.path[0]; with none
+    # known, with none at all.
+    zygote_path0 = path0_of(first_kind, first) if first else None
+    if not safe_path:
+        if zygote_path0 is None:
+            del sys.path[0]
+        else:
+            sys.path[0] = zygote_path0
+    zygote_cwd = os.getcwd()
+    # One thread in each runtime: a zygote with threads cannot fork.
+    for var in ('OPENBLAS_NUM_THREADS', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS',
+                'GOTO_NUM_THREADS', 'BLIS_NUM_THREADS'):
+        env[var] = '1'
+    cache_file = cache_key = None
+    verdicts = {}
+    if first_kind == SCRIPT and first:
+        try:
+            cache_file, cache_key = identity(SCRIPT, first)
+            verdicts = read_cache(cache_file, cache_key)
+        except OSError:
+            pass
+    if chosen is not None:
+        wanted = [m.strip() for m in chosen.split(',') if m.strip()]
+    else:
+        wanted = [n for n, v in verdicts.items() if v in ('ok', 'untried')]
+    # Directories the tasks added to sys.path to find them: searched while
+    # importing, then taken out again (each task adds them itself).
+    extra_path = [d for d, v in verdicts.items() if v == 'path' and d not in sys.path]
+    sys.path.extend(extra_path)
+    refused = {n: 'is_on_the_deny_list' for n in wanted if denied(n)}
+    wanted = [n for n in wanted if n not in refused]
+    untried = [n for n in wanted if verdicts.get(n) != 'ok']
+    if untried:
+        refused.update({n: v for n, v in trial(untried).items() if v != 'ok'})
+    for name in wanted:
+        if name in refused:
+            continue
+        try:
+            __import__(name)
+        except BaseException as e:
+            refused[name] = 'does_not_import_(%s)' % type(e).__name__
+    for d in extra_path:
+        sys.path.remove(d)
+    if cache_file and (untried or refused):
+        merged = dict(verdicts)
+        merged.update({n: 'ok' for n in wanted if n not in refused})
+        merged.update(refused)
+        write_cache(cache_file, cache_key, merged)
+    for name, why in refused.items():
+        debug(env.get('PSPAWN_DEBUG'), 'module %s left out: %s' % (name, why.replace('_', ' ')))
+    preloaded = set(sys.modules)
+    parked_path = list(sys.path)
+    from_path0 = zygote_path0 is not None and any(
+        (getattr(m, '__file__', None) or '').startswith(os.path.join(zygote_path0 or zygote_cwd, ''))
+        for m in list(sys.modules.values()))
+    zygote_executable = sys.executable
+    stdio_config = [(s.encoding, s.errors, s.write_through) if s is not None else None
+                    for s in (sys.__stdin__, sys.__stdout__, sys.__stderr__)]
+    learned = []
+    task_path0 = [None]
+    import atexit
+
+    def learn():
+        """At a task's end (atexit, so after the task's own handlers): what
+        it imported that its zygote had not, for the next zygote of its
+        script."""
+        if not learned:
+            return
+        path, key = learned
+        new = [n for n, m in list(sys.modules.items())
+               if n not in preloaded and m is not None and n != '__main__' and
+               not denied(n) and getattr(m, '__spec__', None) is not None and
+               getattr(m.__spec__, 'origin', None) not in ('built-in', 'frozen')]
+        dirs = [d for d in sys.path if d not in parked_path and isinstance(d, str) and d and
+                d != task_path0[0]]
+        if not new:
+            return
+        old = read_cache(path, key)
+        if all(n in old for n in new + dirs):
+            return
+        for d in dirs:
+            old.setdefault(d, 'path')
+        for n in new:
+            old.setdefault(n, 'untried')
+        write_cache(path, key, old)
+
+    atexit.register(learn)
+    for s in (sys.stdout, sys.stderr):
+        if s is not None:
+            s.flush()
+    # What the zygote made goes to the collector's permanent generation:
+    # a task's collections and its finalization then leave those objects'
+    # pages alone instead of copying them (bench/README.md, "Warm Python").
+    gc.collect()
+    if env.get('PSPAWN_PYTHON_FREEZE') != '0':
+        gc.freeze()
+    del verdicts, wanted, untried, refused, chosen, extra_path
+
+    proxy.pspawn_python_park()
+
+    # ==== in a task ========================================================
+    argc = proxy.pspawn_python_task_argc()
+    c_argv = proxy.pspawn_python_task_argv()
+    argv_b = [c_argv[i] for i in range(argc)]
+    c_env = ctypes.POINTER(ctypes.c_char_p).in_dll(proxy, 'environ')
+    env_b = {}
+    i = 0
+    while c_env[i] is not None:
+        k, sep, v = c_env[i].partition(b'=')
+        if sep:
+            env_b.setdefault(k, v)
+        i += 1
+
+    def exec_instead(why):
+        debug(env_b.get(b'PSPAWN_DEBUG'), 'exec instead: ' + why)
+        try:
+            os.execve(proxy.pspawn_python_exec_path(), argv_b, env_b)
+        except OSError as e:
+            os.write(2, b'libpspawn: exec of the interpreter failed: %s\n' % str(e).encode())
+            os._exit(127)
+
+    end = ctypes.c_int(0)
+    kind = proxy.pspawn_python_split(c_argv, ctypes.byref(end))
+    argv = [os.fsdecode(a) for a in argv_b]
+    run = argv[end.value:]
+    if kind not in (SCRIPT, COMMAND, MODULE) or argv[1:end.value] != options:
+        exec_instead('its interpreter options differ, or it runs no script, -c or -m')
+    # (The launcher checks these too; a stand-in's task comes straight here.)
+    task_startup = startup_vars({os.fsdecode(k): os.fsdecode(v) for k, v in env_b.items()})
+    if task_startup != startup:
+        exec_instead('its %s differs from the warm interpreter\'s (read at start)' %
+                     sorted(set(task_startup.items()) ^ set(startup.items()))[0][0])
+
+    # The environment: os.environ and posix.environ are copies made at
+    # start; the C environment is already the task's.
+    posix = sys.modules['posix']
+    posix.environ.clear()
+    posix.environ.update(env_b)
+    os.environ._data.clear()
+    os.environ._data.update(env_b)
+    # sys.executable: argv[0] made absolute, or found in PATH
+    task_argv0 = argv[0]
+    exe = os.path.abspath(task_argv0) if '/' in task_argv0 else None
+    for d in [] if exe else os.environ.get('PATH', os.defpath).split(os.pathsep):
+        p = os.path.join(d, task_argv0)
+        if os.path.isfile(p) and os.access(p, os.X_OK):
+            exe = os.path.abspath(p)
+            break
+    if exe != zygote_executable:
+        exec_instead('its argv[0] gives another sys.executable than the warm interpreter\'s')
+
+    if kind == SCRIPT:
+        script = run[0]
+        path = os.path.abspath(script)
+        try:
+            with open(path, 'rb') as f:
+                source = f.read()
+        except OSError:
+            exec_instead("its script cannot be read (the interpreter says why)")
+        if not os.path.isfile(path) or source[:2] == b'\x50\x4b' or source[2:4] == b'\r\n':
+            exec_instead('its script is a directory, a zip file or compiled code')
+        sys.argv = run
+        try:
+            learned[:] = identity(SCRIPT, script)
+        except OSError:
+            pass
+    elif kind == COMMAND:
+        source = run[0][2:] or run[1]
+        sys.argv = ['-c'] + run[1 if run[0][2:] else 2:]
+    else:
+        module = run[0][2:] or run[1]
+        sys.argv = ['-m'] + run[1 if run[0][2:] else 2:]
+    sys.orig_argv = argv
+    path0 = path0_of(kind, run[0])
+    task_path0[0] = path0
+    if path0 is not None:
+        if from_path0 and (path0 or os.getcwd()) != (zygote_path0 or zygote_cwd):
+            exec_instead('a preloaded module came from the directory of the zygote\'s script')
+        if zygote_path0 is None:
+            sys.path.insert(0, path0)
+        else:
+            sys.path[0] = path0
+
+    if 'time' in sys.modules:
+        sys.modules['time'].tzset()
+    proxy.pspawn_python_size_pools()
+    nprandom = sys.modules.get('numpy.random')
+    if nprandom is not None and hasattr(nprandom, 'seed'):
+        nprandom.seed()
+
+    # Standard streams for the task's own fds 0-2, as the interpreter makes
+    # them at start (create_stdio in Python/pylifecycle.c).
+    import io
+    streams = []
+    for fd, conf, name in zip((0, 1, 2), stdio_config, ('<stdin>', '<stdout>', '<stderr>')):
+        try:
+            os.fstat(fd)
+        except OSError:
+            streams.append(None)
+            continue
+        if conf is None:
+            exec_instead('the zygote had no standard stream to copy the encoding from')
+        encoding, errors, unbuffered = conf
+        write = fd > 0
+        buffering = 0 if unbuffered and write else -1
+        buf = io.open(fd, 'wb' if write else 'rb', buffering=buffering, closefd=False)
+        raw = buf.raw if buffering else buf
+        raw.name = name
+        line_buffering = not unbuffered and (raw.isatty() or fd == 2)
+        s = io.TextIOWrapper(buf, encoding, errors, '\n', line_buffering, unbuffered)
+        s.mode = 'w' if write else 'r'
+        streams.append(s)
+    sys.stdin, sys.stdout, sys.stderr = streams
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = streams
+    del streams, buf, raw, s
+
+    def cut(tb):
+        while tb is not None and tb.tb_frame.f_code in ours:
+            tb = tb.tb_next
+        return tb
+
+    try:
+        if kind == SCRIPT:
+            main_dict['__file__'] = path
+            main_dict['__cached__'] = None
+            main_dict['__loader__'] = sys.modules['_frozen_importlib_external'].SourceFileLoader(
+                '__main__', path)
+            code = compile(source, path, 'exec', dont_inherit=True)
+            del source
+            exec(code, main_dict)
+            main_dict.pop('__file__', None)
+            main_dict.pop('__cached__', None)
+        elif kind == COMMAND:
+            code = compile(source, '<string>', 'exec', dont_inherit=True)
+            del source
+            exec(code, main_dict)
+        else:
+            import runpy
+            runpy._run_module_as_main(module, True)
+    except SystemExit:
+        raise
+    except BaseException as e:
+        tb = cut(e.__traceback__)
+        e.__traceback__ = tb
+        sys.last_type, sys.last_value, sys.last_traceback = type(e), e, tb
+        if sys.version_info >= (3, 12):
+            sys.last_exc = e
+        sys.excepthook(type(e), e, tb)
+        if isinstance(e, KeyboardInterrupt):
+            proxy.pspawn_python_exit_by_sigint()
+        del e, tb
+        raise SystemExit(1)
+
+_pspawn_warm()
