@@ -60,7 +60,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: %s [-n N] [--bind none|core|LIST] [--env K=V]... [--exec] [--label]\n"
-            "          [--fanout MODE] [--options LIST] [--preload-modules LIST] [--timeout S]\n"
+            "          [--fanout MODE] [--options LIST] [--preload auto|FILE]\n"
+            "          [--preload-modules LIST] [--timeout S]\n"
             "          [-v] [--] PROG [ARGS...]\n"
             "Launch N instances of PROG by forking one parked, already-loaded copy of it.\n\n"
             "  -n, --ntasks N      number of tasks (default 1)\n"
@@ -74,6 +75,9 @@ static void usage(FILE *f)
             "  -o, --options LIST  libpspawn's options: fanout=MODE,subzygote=exec|fork|\n"
             "                      replicate|cgroup,start=eager|lazy,cgroup=DIR,python=auto|off\n"
             "                      (pspawn(3))\n"
+            "  -P, --preload auto|FILE\n"
+            "                      dlopen in the zygote what earlier tasks loaded after main\n"
+            "                      (auto: learned), or the libraries FILE lists\n"
             "  -p, --preload-modules LIST\n"
             "                      Python modules a warm interpreter imports before it parks\n"
             "                      (comma-separated; default: what earlier tasks imported)\n"
@@ -96,7 +100,7 @@ static int add_options(const char *prefix, const char *value)
         return -1;
     if (pspawn_options_check(item, msg, sizeof msg) != 0) {
         fprintf(stderr, "%s: invalid %s'%s': %s\n", progname,
-                *prefix == 'f' ? "--fanout " : *prefix == 'm' ? "--preload-modules " : "--options ",
+                *prefix == 'f' ? "--fanout " : *prefix == 'm' ? "--preload-modules " : *prefix == 'p' ? "--preload " : "--options ",
                 value, msg);
         free(item);
         return -1;
@@ -438,6 +442,7 @@ int main(int argc, char **argv)
         { "fanout", required_argument, NULL, 'f' },
         { "options", required_argument, NULL, 'o' },
         { "preload-modules", required_argument, NULL, 'p' },
+        { "preload", required_argument, NULL, 'P' },
         { "timeout", required_argument, NULL, 't' },
         { "verbose", no_argument, NULL, 'v' },
         { "help", no_argument, NULL, 'h' },
@@ -446,7 +451,7 @@ int main(int argc, char **argv)
     };
     int c;
     opt.extra_env = calloc((size_t)argc, sizeof(char *));
-    while ((c = getopt_long(argc, argv, "+n:b:e:xlf:o:p:t:vhV", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+n:b:e:xlf:o:p:P:t:vhV", longopts, NULL)) != -1) {
         char *end;
         switch (c) {
         case 'n': {
@@ -491,6 +496,10 @@ int main(int argc, char **argv)
                 if (*m == ',')
                     *m = ':';
             if (add_options("modules=", optarg) != 0)
+                return 2;
+            break;
+        case 'P':
+            if (add_options("preload=", optarg) != 0)
                 return 2;
             break;
         case 't':

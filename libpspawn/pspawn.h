@@ -117,6 +117,15 @@ int pspawn_context_create_ex(pspawn_context_t *ctx, const char *path, int core,
  *       starts a thread, keeps an fd open or maps a device when imported,
  *       or that initialises MPI or a GPU (mpi4py.MPI, torch, cupy, ...), is
  *       left out (PSPAWN_DEBUG says which and why).
+ *   preload=off|auto|FILE
+ *       what the zygote dlopens before it parks: nothing (the default);
+ *       what earlier tasks of the program loaded after main, with their
+ *       flags (auto: each task records what it loads, as it loads it, in
+ *       $XDG_CACHE_HOME/pspawn or PSPAWN_CACHE_DIR); or the libraries FILE
+ *       lists ("PATH [global] [lazy] [deepbind] [nodelete]" per line).
+ *       PSPAWN_PRELOAD_LIBS adds paths, PSPAWN_PRELOAD_SKIP keeps some out.
+ *       A changed file is dropped; one that starts a thread, keeps an fd or
+ *       maps a device when loaded is left out.
  *   on, off, auto: accepted and ignored (front doors' words).
  *
  * EINVAL for options that do not parse (pspawn_options_check says why);

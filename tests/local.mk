@@ -54,6 +54,20 @@ tests_libtiny_la_SOURCES = tests/tiny.c
 tests_libtiny_la_CFLAGS = $(launched_cflags_common)
 tests_libtiny_la_LDFLAGS = -rpath $(abs_builddir)/tests/.libs -avoid-version
 
+# A library whose constructor starts a thread, and a program that dlopens
+# a library after main (tests/preload.sh).
+check_LTLIBRARIES += tests/libthreadlib.la
+tests_libthreadlib_la_SOURCES = tests/threadlib.c
+tests_libthreadlib_la_CFLAGS = $(launched_cflags_common)
+tests_libthreadlib_la_LDFLAGS = -rpath $(abs_builddir)/tests/.libs -avoid-version
+tests_libthreadlib_la_LIBADD = -lpthread
+
+check_PROGRAMS += tests/dlopener
+tests_dlopener_SOURCES = tests/dlopener.c
+tests_dlopener_CFLAGS = $(launched_cflags_common)
+# Its DT_RUNPATH names the tests' libraries: a bare name is found there.
+tests_dlopener_LDFLAGS = -no-install -Wl,--enable-new-dtags,-rpath,$(abs_builddir)/tests/.libs
+
 check_PROGRAMS += tests/textmap
 tests_textmap_SOURCES = tests/textmap.c
 tests_textmap_CFLAGS = $(launched_cflags_common)
@@ -162,9 +176,11 @@ TESTS += \
 	tests/cli-options.sh \
 	tests/prefault.sh \
 	tests/python-warm.sh \
-	tests/python-fallback
+	tests/python-fallback \
+	tests/preload.sh
 
 EXTRA_DIST += \
+	tests/preload.sh \
 	tests/python-warm.sh \
 	tests/python/probe.py \
 	tests/fixtures/4nodes-2allowed.xml \

@@ -113,10 +113,19 @@ char **pspawn_zygote_environ(const char *const extra[], char *const base[])
             env[k++] = strdup(src[i]);
     }
     const char *proxy = pspawn_proxy_path();
+    /* A zygote that learns what its tasks load has the recorder too
+     * (zygote/preload.c), next to the proxy. */
+    char record[PATH_MAX] = "";
+    for (size_t i = 0; i < nextra; i++)
+        if (strcmp(extra[i], PSPAWN_ENV_PRELOAD_LIBS "=auto") == 0) {
+            const char *slash = strrchr(proxy, '/');
+            snprintf(record, sizeof record, " %.*slibpspawn-record.so",
+                     slash ? (int)(slash - proxy + 1) : 0, proxy);
+        }
     if (user_preload && *user_preload)
-        asprintf(&env[k++], "LD_PRELOAD=%s %s", user_preload, proxy);
+        asprintf(&env[k++], "LD_PRELOAD=%s %s%s", user_preload, proxy, record);
     else
-        asprintf(&env[k++], "LD_PRELOAD=%s", proxy);
+        asprintf(&env[k++], "LD_PRELOAD=%s%s", proxy, record);
     asprintf(&env[k++], "LD_BIND_NOW=1");
     if (user_preload)
         asprintf(&env[k++], PSPAWN_ENV_PRELOAD "=%s", user_preload);
@@ -129,7 +138,8 @@ char **pspawn_zygote_environ(const char *const extra[], char *const base[])
     if (pspawn_base_format(&start, text, sizeof text) == 0)
         asprintf(&env[k++], PSPAWN_ENV_BASE "=%s", text);
     for (size_t i = 0; i < nextra; i++)
-        env[k++] = strdup(extra[i]);
+        if (*extra[i])
+            env[k++] = strdup(extra[i]);
     env[k] = NULL;
     return pspawn_strv_complete(env, k);
 }

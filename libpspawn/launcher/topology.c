@@ -255,7 +255,7 @@ static int one_group(const struct pspawn_options *o, struct pspawn_topology *t)
  * dynamic (libexec), and reads back what pspawn_topology_write wrote. */
 int pspawn_topology_groups(const struct pspawn_options *o, int whole, struct pspawn_topology *t)
 {
-    char text[256];
+    char text[sizeof o->cgroup + sizeof o->modules + sizeof o->preload + 128];
     if (pspawn_options_format(o, text, sizeof text) < 0)
         return one_group(o, t);
     int out[2];

@@ -280,8 +280,10 @@ static int start_root(struct pspawn_zygote *z, int core, char *const envp[])
     char sock_var[64], report_var[64];
     snprintf(sock_var, sizeof sock_var, PSPAWN_ENV_SOCK "=%d", zsock_fd);
     snprintf(report_var, sizeof report_var, PSPAWN_ENV_REPORT "=%d", zreport_fd);
-    const char *const extra[] = { sock_var, report_var, z->py_start.first_var,
-                                  z->py_start.modules_var, NULL };
+    char preload_var[PATH_MAX + 64] = PSPAWN_ENV_PRELOAD_LIBS "=";
+    strncat(preload_var, z->opts.preload, PATH_MAX);
+    const char *const extra[] = { sock_var, report_var, z->opts.preload[0] ? preload_var : "",
+                                  z->py_start.first_var, z->py_start.modules_var, NULL };
     unsigned char cpuset[PSPAWN_CPUSET_BYTES];
     memset(cpuset, 0, sizeof cpuset);
     if (core >= 0 && core < PSPAWN_CPUSET_BYTES * 8)

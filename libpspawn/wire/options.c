@@ -62,7 +62,7 @@ static int parse_item(struct pspawn_options *o, const char *item, size_t len, ch
         int w = lookup(item, len, word_names, N_OF(word_names));
         if (w < 0)
             return pspawn_errmsg(err, errlen, "\"%.*s\": expected on, off, auto or KEY=VALUE "
-                        "(keys: fanout, subzygote, start, cgroup, python, modules)", (int)len, item);
+                        "(keys: fanout, subzygote, start, cgroup, python, modules, preload)", (int)len, item);
         o->word = w;
         o->given |= PSPAWN_OPT_WORD;
         *word_given = 1;
@@ -118,6 +118,18 @@ static int parse_item(struct pspawn_options *o, const char *item, size_t len, ch
         else
             return pspawn_errmsg(err, errlen, "python=%.*s: expected auto or off", (int)vlen, v);
         o->given |= PSPAWN_OPT_PYTHON;
+    } else if (klen == 7 && strncmp(item, "preload", 7) == 0) {
+        if (vlen == 3 && strncmp(v, "off", 3) == 0) {
+            o->preload[0] = 0;
+        } else if ((vlen == 4 && strncmp(v, "auto", 4) == 0) ||
+                   (vlen > 1 && v[0] == '/' && vlen < sizeof o->preload)) {
+            memcpy(o->preload, v, vlen);
+            o->preload[vlen] = 0;
+        } else {
+            return pspawn_errmsg(err, errlen, "preload=%.*s: expected off, auto or the absolute "
+                                 "path of a list of libraries", (int)vlen, v);
+        }
+        o->given |= PSPAWN_OPT_PRELOAD;
     } else if (klen == 7 && strncmp(item, "modules", 7) == 0) {
         if (vlen >= sizeof o->modules)
             return pspawn_errmsg(err, errlen, "modules=: longer than %zu bytes",
@@ -134,7 +146,7 @@ static int parse_item(struct pspawn_options *o, const char *item, size_t len, ch
         o->given |= PSPAWN_OPT_MODULES;
     } else {
         return pspawn_errmsg(err, errlen, "\"%.*s\": unknown key \"%.*s\" (keys: fanout, subzygote, "
-                    "start, cgroup, python, modules)", (int)len, item, (int)klen, item);
+                    "start, cgroup, python, modules, preload)", (int)len, item, (int)klen, item);
     }
     return 0;
 }
@@ -192,6 +204,12 @@ int pspawn_options_format(const struct pspawn_options *o, char *buf, size_t size
                        o->python ? "auto" : "off");
     if (len < 0 || (size_t)len >= size)
         return -1;
+    if (o->preload[0]) {
+        int m = snprintf(buf + len, size - (size_t)len, ",preload=%s", o->preload);
+        if (m < 0 || (size_t)m >= size - (size_t)len)
+            return -1;
+        len += m;
+    }
     if (o->modules[0]) {
         /* back to the colons the syntax uses */
         int m = snprintf(buf + len, size - (size_t)len, ",modules=%s", o->modules);

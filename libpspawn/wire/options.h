@@ -32,6 +32,10 @@
  *       the modules a warm Python zygote imports before it parks (colons,
  *       since commas separate items); otherwise PSPAWN_PRELOAD_MODULES, or
  *       what earlier tasks of the same script imported (learned).
+ *   preload=off|auto|FILE
+ *       what a zygote dlopens before it parks: nothing (off, the default),
+ *       what earlier tasks of the program loaded after main (auto: tasks
+ *       record it as they load), or the libraries a file lists.
  * Later features add their keys here.  Unknown keys are errors, so a typo
  * never silently does nothing.
  */
@@ -75,6 +79,7 @@ struct pspawn_options {
     char cgroup[PATH_MAX];  /* cgroup=DIR, or "" */
     int python;             /* python=auto (1) or off (0) */
     char modules[1024];     /* modules=, comma-separated, or "" */
+    char preload[PATH_MAX]; /* preload=: "auto", a file's path, or "" (off) */
     unsigned given;         /* PSPAWN_OPT_* bits: what the text set */
 };
 #define PSPAWN_OPT_WORD      0x1u
@@ -84,6 +89,7 @@ struct pspawn_options {
 #define PSPAWN_OPT_CGROUP    0x10u
 #define PSPAWN_OPT_PYTHON    0x20u
 #define PSPAWN_OPT_MODULES   0x40u
+#define PSPAWN_OPT_PRELOAD   0x80u
 
 /* The defaults: word unset, fanout=auto, subzygote=PSPAWN_DEFAULT_SUBZYGOTE,
  * start=eager. */

@@ -71,6 +71,8 @@
  * when it exits. */
 #define PSPAWN_ENV_REPLICA  "PSPAWN_ZYGOTE_REPLICA"
 /* subzygote=cgroup: the launcher's cgroup (an fd), where tasks are made. */
+/* Learned library preloads (zygote/preload.c): "auto" or a list's path. */
+#define PSPAWN_ENV_PRELOAD_LIBS "PSPAWN_ZYGOTE_PRELOAD_LIBS"
 #define PSPAWN_ENV_TASK_CGROUP "PSPAWN_ZYGOTE_TASK_CGROUP"
 /* The most sub-zygotes one fan-out makes: one fd each in one message. */
 #define PSPAWN_FANOUT_MAX   240

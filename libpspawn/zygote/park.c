@@ -127,6 +127,7 @@ static void restore_env(void)
     unsetenv(PSPAWN_ENV_FORWARD);
     unsetenv(PSPAWN_ENV_REPLICA);
     unsetenv(PSPAWN_ENV_TASK_CGROUP);
+    unsetenv(PSPAWN_ENV_PRELOAD_LIBS);
 }
 
 /* The environment we were exec'd with, for the sub-zygotes we may exec
@@ -250,6 +251,8 @@ __attribute__((constructor)) static void proxy_init(void)
     parked.task_cgroup = env_int(PSPAWN_ENV_TASK_CGROUP, &fd) ? (int)fd : -1;
     if (parked.task_cgroup >= 0)
         fcntl(parked.task_cgroup, F_SETFD, FD_CLOEXEC);
+    const char *preload = getenv(PSPAWN_ENV_PRELOAD_LIBS);
+    parked.preload = preload && *preload ? strdup(preload) : NULL;
     const char *python = getenv(PSPAWN_ENV_PYTHON);
     parked.python = python ? strdup(python) : NULL;
     const char *replica = getenv(PSPAWN_ENV_REPLICA);
@@ -478,6 +481,7 @@ struct task_start zygote_park(void)
 
 static int park_main(int argc, char **argv, char **envp)
 {
+    zygote_preload();
     /* A Python interpreter parks later, inside itself (python.c). */
     if (parked.python && zygote_python_detect())
         return zygote_python_main(argc, argv, envp);

@@ -169,6 +169,7 @@ struct task_start zygote_task_main(char *base, size_t size, uint32_t id, uint32_
     const struct wire_task *t = (const struct wire_task *)(base + w->tasks) + index;
     struct child_setup s = *tmpl;
     int fds[PSPAWN_FD_MAX + 2];
+    parked.in_task = 1;
     memcpy(fds, tmpl->fds, (nfds + 2) * sizeof(int));
     s.fds = fds;
     /* The task has no use for the control socket. */

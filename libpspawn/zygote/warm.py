@@ -56,9 +56,9 @@ def _pspawn_warm():
         return os.path.dirname(os.path.realpath(what))
 
     # ---- the cache of what tasks imported, per script --------------------
-    cache_dir = env.get('PSPAWN_CACHE_DIR') or os.path.join(
+    cache_dir = os.path.join(env.get('PSPAWN_CACHE_DIR') or os.path.join(
         env.get('XDG_CACHE_HOME') or os.path.join(os.path.expanduser('~'), '.cache'),
-        'pspawn', 'python')
+        'pspawn'), 'python')
 
     def identity(kind, what):
         """The cache file and the key its first line must hold: the

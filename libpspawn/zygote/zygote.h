@@ -104,6 +104,9 @@ struct parked {
     struct itimerval itimer[3]; /* a constructor's alarm or interval timers */
     int itimers;                /* bit per armed one */
     char *python;               /* PSPAWN_ENV_PYTHON: may park inside Python */
+    char *preload;              /* PSPAWN_ENV_PRELOAD: auto, or a list's path */
+    int learning;               /* preload=auto: tasks record what they load */
+    int in_task;                /* this process is a task */
     int python_warm;            /* parked inside a Python interpreter */
 };
 extern struct parked parked;
@@ -177,6 +180,10 @@ int zygote_fanout(char *base, size_t size, int *fds, int nfds, int standin);
 /* The group a task bound to CPUS goes to among the stand-in root's. */
 int zygote_group_of(const unsigned char *cpus);
 
+
+/* preload.c: dlopen, before parking, what the program's tasks loaded
+ * after main (preload=auto: learned; preload=FILE; PSPAWN_PRELOAD_LIBS). */
+void zygote_preload(void);
 
 /* python.c: the warm Python interpreter. */
 /* Whether this program is a CPython interpreter (3.8 or later). */

@@ -1,0 +1,39 @@
+/*
+ * Learned library preloads: the per-user cache of what a program's tasks
+ * dlopen'ed after main, read by its next zygote (zygote/preload.c) and
+ * written by tasks as they load (libpspawn-record.so, through the proxy).
+ *
+ * The cache file of a program is CACHE/preload/NAME-HASH, CACHE being
+ * $PSPAWN_CACHE_DIR, else $XDG_CACHE_HOME/pspawn, else ~/.cache/pspawn.
+ * Its first line is the key: the program's path, device, inode and mtime
+ * and the loader's variables.  Each other line is an entry:
+ *   VERDICT MODE LMID DEV INO MTIME PATH
+ * VERDICT: "ok", "untried" (recorded, not yet tried in a zygote), or why
+ * the object is left out (one word: thread, fd, device, fails, namespace).
+ */
+#ifndef PSPAWN_PRELOAD_H
+#define PSPAWN_PRELOAD_H
+
+#include <limits.h>
+#include <stddef.h>
+
+struct preload_entry {
+    char verdict[24];
+    int mode;                   /* the dlopen flags the task used */
+    long lmid;                  /* its namespace (0: the base one) */
+    unsigned long long dev, ino;
+    long long mtime_ns;
+    char path[PATH_MAX];
+};
+
+/* "VERDICT MODE LMID DEV INO MTIME PATH" (a newline or not).  0 or -1. */
+int pspawn_preload_parse(const char *line, struct preload_entry *e);
+/* The same, formatted, with a newline.  The length, or -1 if too long. */
+int pspawn_preload_format(const struct preload_entry *e, char *buf, size_t size);
+/* This process's program's cache file (PATH) and key (KEY, one line, no
+ * newline).  0, or -1 (no home, no /proc). */
+int pspawn_preload_cache(char *path, size_t size, char *key, size_t keysize);
+/* Create the directories above PATH (mode 0700).  0 or -1. */
+int pspawn_preload_mkdirs(const char *path);
+
+#endif
