@@ -131,6 +131,8 @@ int main(void)
         { "fanout=4,subzygote=fork", PSPAWN_MODE_ON, "fanout=4,subzygote=fork" },
         { "auto,fanout=numa,start=lazy", PSPAWN_MODE_AUTO, "fanout=numa,start=lazy" },
         { "fanout=core,off", PSPAWN_MODE_OFF, "fanout=core" },
+        { "modules=numpy:scipy.linalg", PSPAWN_MODE_ON, "modules=numpy:scipy.linalg" },
+        { "on,preload=auto,python=off", PSPAWN_MODE_ON, "preload=auto,python=off" },
         { "off", PSPAWN_MODE_OFF, "" },
     };
     for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) {
@@ -153,6 +155,9 @@ int main(void)
         { "fanuot=l3", "fanuot" },
         { "subzygote=spawn", "subzygote=spawn" },
         { "subzygote=cgroup", "cgroup=DIR" },
+        { "python=on", "python=on" },
+        { "modules=numpy,scipy", "\"scipy\"" },
+        { "preload=relative", "preload=relative" },
         { "yes", "yes" },
     };
     for (size_t i = 0; i < sizeof badargs / sizeof badargs[0]; i++) {

@@ -66,6 +66,10 @@ parity() {
 cd "$tmp" || exit 1
 parity "script" $py "$tmp/probe.py" a 'b c'
 parity "relative script" $py probe.py x
+parity "./script" $py ./probe.py x
+{ echo "#!$py -u"; cat "$tmp/probe.py"; } >"$tmp/shebang.py"
+chmod +x "$tmp/shebang.py"
+parity "#! script with an option" ./shebang.py y
 parity "-c" $py -c "exec(open('$tmp/probe.py').read())" arg
 cd "$tmp/pkg" || exit 1
 parity "-m" $py -m probemod y

@@ -309,6 +309,10 @@ const char *pspawn_env_subset_differs(char *const subset[], char *const envp[],
 int pspawn_python_start(const struct pspawn_options *o, const struct program *prog,
                         char *const argv[], struct python_start *ps);
 void pspawn_python_start_free(struct python_start *ps);
+/* The argv to exec the zygote of PROG with: PS->argv, or for a #! script,
+ * whose options the kernel adds, its argv[0] alone (in FIRST_ONLY). */
+char *const *pspawn_python_exec_argv(const struct program *prog, const struct python_start *ps,
+                                     char *first_only[2]);
 /* Keep what a zygote needs to start as a warm interpreter, should it be
  * one: ARGV's interpreter options (a #! script's from its first line), what
  * the first task runs, the modules to import, the start-up environment of

@@ -57,6 +57,18 @@ int pspawn_python_start(const struct pspawn_options *o, const struct program *pr
     return 0;
 }
 
+char *const *pspawn_python_exec_argv(const struct program *prog, const struct python_start *ps,
+                                     char *first_only[2])
+{
+    /* For a #! script the kernel puts the interpreter and its options
+     * from the script's first line in front: only argv[0] is ours. */
+    if (!ps->argv || !prog->ninterp)
+        return ps->argv;
+    first_only[0] = ps->argv[0];
+    first_only[1] = NULL;
+    return first_only;
+}
+
 void pspawn_python_start_free(struct python_start *ps)
 {
     pspawn_strv_free(ps->argv);

@@ -87,11 +87,13 @@ static pid_t start_zygote(const struct pspawn_standin_client *c, const char *nam
         memset(&ps, 0, sizeof ps);
     char preload_var[PATH_MAX + 64] = PSPAWN_ENV_PRELOAD_LIBS "=";
     strncat(preload_var, o.preload, PATH_MAX);
+    char *first_only[2];
     const char *const extra[] = { listen_var, token_var, tasks_var, PSPAWN_ENV_SOCK "=3",
                                   o.preload[0] ? preload_var : "", ps.first_var, ps.modules_var,
                                   NULL };
     struct zygote_exec x = {
-        .path = c->path, .argv = ps.argv, .extra_env = extra, .null_stdio = 1,
+        .path = c->path, .argv = c->prog ? pspawn_python_exec_argv(c->prog, &ps, first_only) : NULL,
+        .extra_env = extra, .null_stdio = 1,
         .fds = { rs[1] }, .at = { 3 }, .nfds = 1,
     };
     pid_t pid;

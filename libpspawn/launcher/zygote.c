@@ -288,8 +288,10 @@ static int start_root(struct pspawn_zygote *z, int core, char *const envp[])
     memset(cpuset, 0, sizeof cpuset);
     if (core >= 0 && core < PSPAWN_CPUSET_BYTES * 8)
         cpuset[core / 8] |= (unsigned char)(1u << (core % 8));
+    char *first_only[2];
     struct zygote_exec x = {
-        .path = z->prog.path, .argv = z->py_start.argv, .base_env = envp, .extra_env = extra,
+        .path = z->prog.path, .argv = pspawn_python_exec_argv(&z->prog, &z->py_start, first_only),
+        .base_env = envp, .extra_env = extra,
         .fds = { sv[1], rep[1] }, .at = { zsock_fd, zreport_fd }, .nfds = 2,
         .cpuset = core >= 0 ? cpuset : NULL,
     };

@@ -41,17 +41,25 @@ int zygote_python_detect(void)
 
 int zygote_python_main(int argc, char **argv, char **envp)
 {
-    char **v = calloc((size_t)argc + 3, sizeof *v);
+    /* Only the interpreter's options: never what a task would run (the
+     * kernel puts a #! script's path after them). */
+    int end;
+    pspawn_python_split(argv, &end);
+    if (end > 1 && strcmp(argv[end - 1], "--") == 0)
+        end--;
+    if (end > argc)
+        end = argc;
+    char **v = calloc((size_t)end + 3, sizeof *v);
     if (!v)
         _exit(127);
-    memcpy(v, argv, (size_t)argc * sizeof *v);
-    v[argc] = (char *)"-c";
-    v[argc + 1] = (char *)warm_py;
+    memcpy(v, argv, (size_t)end * sizeof *v);
+    v[end] = (char *)"-c";
+    v[end + 1] = (char *)warm_py;
     before_fork = (void (*)(void))dlsym(RTLD_DEFAULT, "PyOS_BeforeFork");
     after_fork_parent = (void (*)(void))dlsym(RTLD_DEFAULT, "PyOS_AfterFork_Parent");
     after_fork_child = (void (*)(void))dlsym(RTLD_DEFAULT, "PyOS_AfterFork_Child");
     /* The interpreter ends here only if the bootstrap did not park. */
-    int rc = parked.real_main(argc + 2, v, envp);
+    int rc = parked.real_main(end + 2, v, envp);
     if (!parked.python_warm && parked.sock >= 0)
         zygote_send_ready(parked.sock, ZYGOTE_PYTHON_REFUSED, PYTHON_BOOTSTRAP);
     _exit(rc);

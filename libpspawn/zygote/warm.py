@@ -312,7 +312,8 @@ def _pspawn_warm():
 
     if kind == SCRIPT:
         script = run[0]
-        path = os.path.abspath(script)
+        # as the interpreter makes it absolute: joined, not normalized
+        path = script if os.path.isabs(script) else os.path.join(os.getcwd(), script)
         try:
             with open(path, 'rb') as f:
                 source = f.read()

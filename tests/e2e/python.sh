@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Python on the mini-cluster: numpy/scipy and mpi4py programs give the same
+# output through srun --pspawn and mpirun --mca odls pspawn as without,
+# and their tasks start with the preload modules already imported (a warm
+# Python zygote per node).
+. "$(dirname "$0")/lib.sh"
+
+ax "cat > sci.py" <<'PY'
+import sys
+warm = 'scipy.linalg' in sys.modules
+import numpy as np
+import scipy.linalg, scipy.sparse, scipy.optimize
+a = np.arange(25, dtype=float).reshape(5, 5) + np.eye(5)
+print('det', round(scipy.linalg.det(a), 6), scipy.sparse.eye(3).sum(),
+      round(scipy.optimize.brentq(lambda x: x * x - 2, 0, 2), 9))
+print('warm', warm, file=sys.stderr)
+PY
+ax "cat > allreduce.py" <<'PY'
+import sys
+warm = 'numpy' in sys.modules
+from mpi4py import MPI
+import numpy as np
+comm = MPI.COMM_WORLD
+total = comm.allreduce(np.arange(4) * (comm.rank + 1), op=MPI.SUM)
+print('rank', comm.rank, 'of', comm.size, 'sum', total.tolist())
+print('warm', warm, file=sys.stderr)
+PY
+mods=numpy:scipy.linalg:scipy.sparse:scipy.optimize
+out() { grep -a -v '^warm' "$1" | sort; }
+warm_count() { grep -ac '^warm True' "$1"; }
+
+ax "srun -N2 -n4 python3 sci.py" >"$tmp/sci.plain" 2>&1
+rc_plain=$?
+ax "srun --pspawn=on,modules=$mods -N2 -n4 python3 sci.py" >"$tmp/sci.pspawn" 2>&1
+rc_pspawn=$?
+[ $rc_plain = 0 ] && [ $rc_pspawn = 0 ] && diff <(out "$tmp/sci.plain") <(out "$tmp/sci.pspawn") >"$tmp/sci.diff" &&
+    [ "$(out "$tmp/sci.plain" | grep -c '^det ')" = 4 ]
+ok $? "srun --pspawn: numpy/scipy output equals plain srun's" ||
+    { diag_file "$tmp/sci.diff"; diag_file "$tmp/sci.pspawn" 8; }
+[ "$(warm_count "$tmp/sci.pspawn")" = 4 ] && [ "$(warm_count "$tmp/sci.plain")" = 0 ]
+ok $? "srun --pspawn=on,modules=...: all 4 tasks started with scipy imported (plain: none)" ||
+    diag_file "$tmp/sci.pspawn" 8
+
+ax "srun --mpi=pmix -N2 -n4 python3 allreduce.py" >"$tmp/mpi.plain" 2>&1
+rc_plain=$?
+ax "srun --mpi=pmix --pspawn=on,modules=numpy -N2 -n4 python3 allreduce.py" >"$tmp/mpi.pspawn" 2>&1
+rc_pspawn=$?
+[ $rc_plain = 0 ] && [ $rc_pspawn = 0 ] && diff <(out "$tmp/mpi.plain") <(out "$tmp/mpi.pspawn") >"$tmp/mpi.diff" &&
+    [ "$(out "$tmp/mpi.plain" | grep -c 'of 4 sum \[0, 10, 20, 30\]')" = 4 ]
+ok $? "srun --mpi=pmix --pspawn: mpi4py allreduce output equals plain srun's" ||
+    { diag_file "$tmp/mpi.diff"; diag_file "$tmp/mpi.pspawn" 8; }
+[ "$(warm_count "$tmp/mpi.pspawn")" = 4 ]
+ok $? "srun --mpi=pmix --pspawn: the 4 ranks started warm (numpy imported, MPI initialised by each)" ||
+    diag_file "$tmp/mpi.pspawn" 8
+
+for m in default pspawn; do
+    extra=
+    [ $m = pspawn ] && extra="--prtemca odls_pspawn_options modules=numpy"
+    ax "mpirun --host c1:2,c2:2 --mca odls $m $extra -n 4 python3 allreduce.py" >"$tmp/mrun.$m" 2>&1
+    eval "mrc_$m=\$?"
+done
+[ $mrc_default = 0 ] && [ $mrc_pspawn = 0 ] &&
+    diff <(out "$tmp/mrun.default") <(out "$tmp/mrun.pspawn") >"$tmp/mrun.diff" &&
+    [ "$(out "$tmp/mrun.default" | grep -c 'of 4 sum')" = 4 ]
+ok $? "mpirun --mca odls pspawn: mpi4py allreduce output equals the default component's" ||
+    { diag_file "$tmp/mrun.diff"; diag_file "$tmp/mrun.pspawn" 8; }
+[ "$(warm_count "$tmp/mrun.pspawn")" = 4 ]
+ok $? "mpirun --mca odls pspawn: the 4 ranks started warm" || diag_file "$tmp/mrun.pspawn" 8
+
+tap_done
