@@ -78,7 +78,7 @@ int pspawn_context_create_ex(pspawn_context_t *ctx, const char *path, int core,
 
 /* The same, with OPTIONS: a comma-separated list of KEY=VALUE (NULL or
  * "": the defaults), the syntax every front door shares (pspawn --options,
- * srun --pspawn, the ODLS component's odls_pspawn_options):
+ * srun --pspawn, the ODLS component's odls_pspawn_KEY parameters):
  *
  *   fanout=auto|none|numa|l3|package|core|N
  *       one zygote serving every task, or the root zygote plus a

@@ -7,12 +7,16 @@
  * unless asked for or raised by the site.
  *
  * MCA parameters: odls_pspawn_fanout (auto, none, numa, l3, package, core,
- * or N cores per zygote) and odls_pspawn_options (libpspawn's options,
- * comma-separated: fanout=, subzygote=, start=, cgroup=), e.g.
+ * or N cores per zygote), one per other key of libpspawn's options
+ * (odls_pspawn_subzygote, _start, _cgroup, _python, _modules, _preload), and
+ * odls_pspawn_options for words, e.g.
  * `mpirun --mca odls pspawn --mca odls_pspawn_fanout l3`.
  */
 #ifndef PRTE_ODLS_PSPAWN_H
 #define PRTE_ODLS_PSPAWN_H
+
+/* odls_pspawn_subzygote, _start, _cgroup, _python, _modules, _preload */
+#define PSPAWN_MCA_KEYS 6
 
 #include "prte_config.h"
 
@@ -25,6 +29,7 @@ typedef struct {
     /* odls_pspawn_fanout and odls_pspawn_options: libpspawn's options
      * (pspawn(3), pspawn_context_create_opts), fanout=FANOUT first. */
     char *fanout;
+    char *keys[PSPAWN_MCA_KEYS];
     char *options;
 } prte_odls_pspawn_component_t;
 

@@ -45,11 +45,31 @@ static int pspawn_register(void)
         "within each NUMA node and L3 cache where the node has more than 3 cores), none (one "
         "zygote), numa, l3, package, core, or a number of cores per zygote",
         PMIX_MCA_BASE_VAR_TYPE_STRING, &prte_mca_odls_pspawn_component.fanout);
+    /* One parameter per key: PRRTE 3.0 forwards a parameter's value to
+     * the prteds cut at its first '=', so "key=value" lists do not arrive. */
+    static const char *const keys[PSPAWN_MCA_KEYS][2] = {
+        { "subzygote", "How sub-zygotes are made: exec (default), fork, replicate, cgroup" },
+        { "start", "When sub-zygotes are made: eager (default) or lazy" },
+        { "cgroup", "The cgroup v2 directory under which subzygote=cgroup makes its cgroups" },
+        { "python", "auto (default): a Python interpreter's zygote imports the preload modules "
+                    "and parks inside it; off: it parks before main" },
+        { "modules", "The modules a warm Python zygote imports, colon-separated "
+                     "(default: those earlier ranks of the script imported)" },
+        { "preload", "What the zygote dlopens before it parks: off (default), auto (what earlier "
+                     "ranks loaded after main), or the absolute path of a list" },
+    };
+    for (int i = 0; i < PSPAWN_MCA_KEYS; i++) {
+        prte_mca_odls_pspawn_component.keys[i] = "";
+        (void)pmix_mca_base_component_var_register(c, keys[i][0], keys[i][1],
+                                                   PMIX_MCA_BASE_VAR_TYPE_STRING,
+                                                   &prte_mca_odls_pspawn_component.keys[i]);
+    }
     prte_mca_odls_pspawn_component.options = "";
     (void)pmix_mca_base_component_var_register(
         c, "options",
-        "libpspawn's options, comma-separated, after the fanout parameter: fanout=MODE, "
-        "subzygote=exec|fork|replicate|cgroup, start=eager|lazy, cgroup=DIR (pspawn(3))",
+        "libpspawn's options, comma-separated (pspawn(3)), after the other parameters; "
+        "words only (on, off, auto): a KEY=VALUE here does not reach the prteds, use "
+        "odls_pspawn_KEY",
         PMIX_MCA_BASE_VAR_TYPE_STRING, &prte_mca_odls_pspawn_component.options);
     return PRTE_SUCCESS;
 }

@@ -147,14 +147,31 @@ static struct zygote *zygote_for(prte_odls_spawn_caddy_t *cd, const pmix_nspace_
     char *options = NULL, msg[256];
     const char *fanout = prte_mca_odls_pspawn_component.fanout;
     const char *more = prte_mca_odls_pspawn_component.options;
-    if (pmix_asprintf(&options, "fanout=%s%s%s", NULL != fanout && '\0' != fanout[0] ? fanout : "auto",
-                      NULL != more && '\0' != more[0] ? "," : "", NULL != more ? more : "") < 0)
+    static const char *const names[PSPAWN_MCA_KEYS] = { "subzygote", "start", "cgroup", "python",
+                                                        "modules", "preload" };
+    if (pmix_asprintf(&options, "fanout=%s", NULL != fanout && '\0' != fanout[0] ? fanout : "auto") < 0)
         options = NULL;
+    for (int i = 0; NULL != options && i < PSPAWN_MCA_KEYS; i++) {
+        const char *v = prte_mca_odls_pspawn_component.keys[i];
+        char *longer = NULL;
+        if (NULL == v || '\0' == v[0])
+            continue;
+        if (pmix_asprintf(&longer, "%s,%s=%s", options, names[i], v) < 0)
+            longer = NULL;
+        free(options);
+        options = longer;
+    }
+    if (NULL != options && NULL != more && '\0' != more[0]) {
+        char *longer = NULL;
+        if (pmix_asprintf(&longer, "%s,%s", options, more) < 0)
+            longer = NULL;
+        free(options);
+        options = longer;
+    }
     if (NULL != options && 0 != pspawn_options_check(options, msg, sizeof msg)) {
         /* Said in each rank's "failed to start" message, which mpirun
          * shows from every node (prted's own output it does not). */
-        if (pmix_asprintf(&z->why, "MCA parameters odls_pspawn_fanout and "
-                          "odls_pspawn_options: %s", msg) < 0)
+        if (pmix_asprintf(&z->why, "MCA parameters odls_pspawn_*: %s", msg) < 0)
             z->why = NULL;
         z->err = EINVAL;
     } else {

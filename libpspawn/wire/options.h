@@ -3,7 +3,7 @@
  * a comma-separated list of words and KEY=VALUE pairs.
  *
  *   srun --pspawn=on,fanout=l3      plugstack.conf: default=auto fanout=core
- *   pspawn --options fanout=4 ...   mpirun --mca odls_pspawn_options fanout=numa
+ *   pspawn --options fanout=4 ...   mpirun --mca odls_pspawn_fanout numa
  *   pspawn_context_create_opts(&ctx, path, envp, "fanout=l3,subzygote=exec")
  *
  * Words: on, off, auto (whether a step uses a zygote; front doors that

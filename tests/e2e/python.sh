@@ -55,7 +55,7 @@ ok $? "srun --mpi=pmix --pspawn: the 4 ranks started warm (numpy imported, MPI i
 
 for m in default pspawn; do
     extra=
-    [ $m = pspawn ] && extra="--prtemca odls_pspawn_options modules=numpy"
+    [ $m = pspawn ] && extra="--prtemca odls_pspawn_modules numpy"
     ax "mpirun --host c1:2,c2:2 --mca odls $m $extra -n 4 python3 allreduce.py" >"$tmp/mrun.$m" 2>&1
     eval "mrc_$m=\$?"
 done
