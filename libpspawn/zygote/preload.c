@@ -292,9 +292,22 @@ void zygote_preload(void)
         untried += strcmp(v[i].verdict, "untried") == 0 && !skipped(v[i].path);
     if (untried)
         trial(v, n);
-    for (int i = 0; i < n; i++)
-        if (strcmp(v[i].verdict, "ok") == 0 && !skipped(v[i].path) && !dlopen(v[i].path, v[i].mode))
+    /* What the trial passed can still start a thread here (one that
+     * exited before the trial looked): such an entry is marked, so that
+     * the next zygote leaves it out, and this one refuses to park. */
+    int threads = count_dir("/proc/self/task");
+    for (int i = 0; i < n; i++) {
+        if (strcmp(v[i].verdict, "ok") != 0 || skipped(v[i].path))
+            continue;
+        if (!dlopen(v[i].path, v[i].mode)) {
             strcpy(v[i].verdict, "fails");
+            changed = 1;
+        } else if (count_dir("/proc/self/task") > threads) {
+            strcpy(v[i].verdict, "thread");
+            threads = count_dir("/proc/self/task");
+            changed = 1;
+        }
+    }
     if (learning && have_cache && (changed || untried))
         write_cache(v, n);
     free(v);
