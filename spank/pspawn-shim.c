@@ -194,6 +194,48 @@ static void wait_relaying(int fd, pid_t task, int pidfd)
     }
 }
 
+/* Wait for the zygote's word on FD while the task runs, relaying
+ * signals.  The zygote sends it once it has reaped the task; should it
+ * not come within EXITED_GRACE_MS of the task's end (TASK_PIDFD), the
+ * zygote is taken as gone, whoever still holds its end of FD. */
+#define EXITED_GRACE_MS 10000
+#define STARTED_TIMEOUT_MS 30000
+static void wait_task(int fd, pid_t task, int task_pidfd)
+{
+    int ended = 0;
+    for (;;) {
+        struct pollfd p[3] = { { fd, POLLIN, 0 }, { sig_pipe[0], POLLIN, 0 },
+                               { ended ? -1 : task_pidfd, POLLIN, 0 } };
+        int r = poll(p, 3, ended ? EXITED_GRACE_MS : -1);
+        if (r < 0)
+            continue;
+        if (r == 0)
+            return;     /* the task ended long ago, and no word */
+        if (p[1].revents & POLLIN)
+            relay_signals(task, task_pidfd);
+        if (p[0].revents)
+            return;
+        if (p[2].revents)
+            ended = 1;
+    }
+}
+
+/* The zygote's answer to a request, at most 3 x PSPAWN_TIMEOUT (the
+ * library's wait for a zygote, default 10 s) after it was sent. */
+/* recv() of one reply, for at most MS ms: -1 with ETIMEDOUT after that. */
+static ssize_t recv_within(int fd, void *buf, size_t len, int ms)
+{
+    struct pollfd p = { fd, POLLIN, 0 };
+    int r;
+    while ((r = poll(&p, 1, ms)) < 0 && errno == EINTR)
+        ;
+    if (r == 0) {
+        errno = ETIMEDOUT;
+        return -1;
+    }
+    return recv(fd, buf, len, MSG_DONTWAIT);
+}
+
 /* PIDFD_GET_INFO (Linux 6.15): a process's exit status, read through a
  * pidfd by anyone who holds one, even after another process reaped it. */
 struct shim_pidfd_info {
@@ -340,13 +382,21 @@ int main(int argc, char **argv)
     struct pspawn_hold hold = { .held = 0 };
     if ((err = pspawn_standin_send(sock, targv, token, sig_pipe, 2, &hold)))
         exec_plain(path, targv, strerror(err));
+    /* The zygote answers within milliseconds of its turn; one that does
+     * not within STARTED_TIMEOUT_MS is taken as gone (the held task, if
+     * any, is cancelled and never runs). */
     struct standin_reply r;
-    ssize_t got = recv(sock, &r, sizeof r, 0);
+    const char *limit = getenv("PSPAWN_TIMEOUT");     /* libpspawn's, in seconds */
+    double limit_s = limit && *limit ? strtod(limit, NULL) : 0;
+    int started_ms = limit_s > 0 ? (int)(3000 * limit_s) : STARTED_TIMEOUT_MS;
+    ssize_t got = recv_within(sock, &r, sizeof r, started_ms);
     if (got != (ssize_t)sizeof r || r.magic != PSPAWN_MAGIC || r.kind != STANDIN_STARTED) {
+        int timed_out = got < 0 && errno == ETIMEDOUT;
         pspawn_standin_go(&hold, 0);
         close(sock);
         exec_plain(path, targv, got == 0 ? "zygote lost before it started the task"
-                                         : "zygote refused the task");
+                                : timed_out ? "zygote did not answer in time (3 x PSPAWN_TIMEOUT)"
+                                            : "zygote refused the task");
     }
     pid_t task = r.pid;
     if (mover && (err = move_task(mover, task, token))) {
@@ -380,8 +430,8 @@ int main(int argc, char **argv)
                 signal(sig, SIG_IGN);
     }
     int status = -1;
-    wait_relaying(sock, task, task_pidfd);
-    got = recv(sock, &r, sizeof r, 0);
+    wait_task(sock, task, task_pidfd);
+    got = recv(sock, &r, sizeof r, MSG_DONTWAIT);
     if (got == (ssize_t)sizeof r && r.kind == STANDIN_EXITED)
         status = r.status;
     close(sock);

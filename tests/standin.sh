@@ -395,4 +395,25 @@ else
     done
 fi
 
+# 13. A zygote that stops answering (stopped after it parked): the next
+#     stand-in does not wait for ever, but execs its task after 3 x
+#     PSPAWN_TIMEOUT, and the task runs once.
+export PSPAWN_SHIM_KEY="$uid.$$.13" PSPAWN_SHIM_LOCAL_TASKS=2 PSPAWN_TIMEOUT=0.5
+: >"$tmp/runs13"
+( PSPAWN_RANK=0 timeout 60 "$shim" "$task" hold 0 3 0 2>"$tmp/err13.0"; echo $? >"$tmp/rc13.0" ) &
+zpid=
+for _ in $(seq 200); do zpid=$(zygote_pid "$tmp/err13.0"); [ -n "$zpid" ] && break; sleep 0.02; done
+[ -n "$zpid" ] && kill -STOP "$zpid"
+t0=$(date +%s.%N)
+PSPAWN_RANK=1 timeout 60 "$shim" "$task" append "$tmp/runs13" 2>"$tmp/err13.1"
+rc=$?
+t=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+[ -n "$zpid" ] && kill -KILL "$zpid"
+wait
+[ -n "$zpid" ] && [ $rc = 0 ] && [ "$(grep -c '^1 ' "$tmp/runs13")" = 1 ] &&
+    grep -q 'zygote did not answer in time' "$tmp/err13.1" && awk -v t="$t" 'BEGIN { exit !(t < 20) }'
+ok $? "zygote stopped: a stand-in execs its task after the timeout (${t}s, rc $rc), which runs once" ||
+    { diag_file "$tmp/err13.1" 6; diag_file "$tmp/runs13"; }
+unset PSPAWN_TIMEOUT
+
 tap_done
