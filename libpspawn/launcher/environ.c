@@ -91,7 +91,7 @@ const char *pspawn_loader_env_differs(const struct pspawn_zygote *z, char *const
 /* The zygote's environment: the caller's, with the proxy appended to its
  * LD_PRELOAD, lazy binding done at load, and the user's values of both
  * kept so the proxy can put them back before main. */
-char **pspawn_zygote_environ(const char *const extra[], char *const base[])
+char **pspawn_zygote_environ(const char *const extra[], char *const base[], int record)
 {
     char *const *src = base ? base : environ;
     size_t n = 0, nextra = 0;
@@ -115,17 +115,16 @@ char **pspawn_zygote_environ(const char *const extra[], char *const base[])
     const char *proxy = pspawn_proxy_path();
     /* A zygote that learns what its tasks load has the recorder too
      * (zygote/preload.c), next to the proxy. */
-    char record[PATH_MAX] = "";
-    for (size_t i = 0; i < nextra; i++)
-        if (strcmp(extra[i], PSPAWN_ENV_PRELOAD_LIBS "=auto") == 0) {
-            const char *slash = strrchr(proxy, '/');
-            snprintf(record, sizeof record, " %.*slibpspawn-record.so",
-                     slash ? (int)(slash - proxy + 1) : 0, proxy);
-        }
+    char recorder[PATH_MAX] = "";
+    if (record) {
+        const char *slash = strrchr(proxy, '/');
+        snprintf(recorder, sizeof recorder, " %.*slibpspawn-record.so",
+                 slash ? (int)(slash - proxy + 1) : 0, proxy);
+    }
     if (user_preload && *user_preload)
-        asprintf(&env[k++], "LD_PRELOAD=%s %s%s", user_preload, proxy, record);
+        asprintf(&env[k++], "LD_PRELOAD=%s %s%s", user_preload, proxy, recorder);
     else
-        asprintf(&env[k++], "LD_PRELOAD=%s%s", proxy, record);
+        asprintf(&env[k++], "LD_PRELOAD=%s%s", proxy, recorder);
     asprintf(&env[k++], "LD_BIND_NOW=1");
     if (user_preload)
         asprintf(&env[k++], PSPAWN_ENV_PRELOAD "=%s", user_preload);

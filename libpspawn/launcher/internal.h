@@ -282,8 +282,8 @@ const char *pspawn_proxy_path(void);
 /* A zygote's environment: BASE (NULL: the caller's environ), with the
  * proxy appended to its LD_PRELOAD, LD_BIND_NOW=1, the user's values of
  * both kept for the proxy to restore, and EXTRA (NULL-terminated "K=V"
- * strings). */
-char **pspawn_zygote_environ(const char *const extra[], char *const base[]);
+ * strings); RECORD: libpspawn-record.so after the proxy (preload=auto). */
+char **pspawn_zygote_environ(const char *const extra[], char *const base[], int record);
 /* Whether "K=V" is read by the dynamic loader or libc before main: such a
  * variable must be the same in a task as in its zygote. */
 int pspawn_loader_var(const char *kv);
@@ -320,9 +320,12 @@ char *const *pspawn_python_exec_argv(const struct program *prog, const struct py
 int pspawn_python_prepare(struct pspawn_zygote *z, char *const argv[], char *const envp[]);
 void pspawn_python_free(struct pspawn_zygote *z);
 /* NULL if the warm interpreter of Z can run a task of ARGV (as exec'd)
- * and ENVP, else why not (in BUF, or a constant). */
-const char *pspawn_python_refusal(const struct pspawn_zygote *z, char *const argv[],
-                                  char *const envp[], char *buf, size_t size);
+ * as an exec'd interpreter would, else why not. */
+const char *pspawn_python_argv_refusal(const struct pspawn_zygote *z, char *const argv[]);
+/* NULL if ENVP has the warm interpreter's start-up variables, else the
+ * first that differs (its name is *NAMELEN bytes). */
+const char *pspawn_python_env_differs(const struct pspawn_zygote *z, char *const envp[],
+                                      size_t *namelen);
 
 /* creds.c */
 /* Read the caller's credentials; returns 0 or an errno. */
@@ -345,6 +348,7 @@ struct zygote_exec {
     int null_stdio;
     int fds[ZYGOTE_EXEC_FDS], at[ZYGOTE_EXEC_FDS], nfds;
     const unsigned char *cpuset;
+    int record;             /* preload=auto: the recorder preloaded too */
 };
 int pspawn_zygote_exec(const struct zygote_exec *x, pid_t *pid);
 /* Wait up to TIMEOUT_MS for the ready message of the zygote PID on SOCK.

@@ -94,8 +94,7 @@ void pspawn_python_free(struct pspawn_zygote *z)
     z->py_env = NULL;
 }
 
-const char *pspawn_python_refusal(const struct pspawn_zygote *z, char *const argv[],
-                                  char *const envp[], char *buf, size_t size)
+const char *pspawn_python_argv_refusal(const struct pspawn_zygote *z, char *const argv[])
 {
     int end;
     int kind = pspawn_python_split(argv, &end);
@@ -109,15 +108,12 @@ const char *pspawn_python_refusal(const struct pspawn_zygote *z, char *const arg
     int same = end == mine;
     for (int i = 1; same && i < end; i++)
         same = strcmp(argv[i], z->py_start.argv[i]) == 0;
-    if (!same)
-        return "its interpreter options differ from the warm interpreter's (they are fixed at "
-               "start)";
-    size_t len;
-    const char *var = pspawn_env_subset_differs(z->py_env, envp, pspawn_python_startup_var, &len);
-    if (var) {
-        snprintf(buf, size, "its %.*s differs from the warm interpreter's (read at start)",
-                 (int)len, var);
-        return buf;
-    }
-    return NULL;
+    return same ? NULL : "its interpreter options differ from the warm interpreter's (they are "
+                         "fixed at start)";
+}
+
+const char *pspawn_python_env_differs(const struct pspawn_zygote *z, char *const envp[],
+                                      size_t *namelen)
+{
+    return pspawn_env_subset_differs(z->py_env, envp, pspawn_python_startup_var, namelen);
 }

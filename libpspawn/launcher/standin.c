@@ -47,20 +47,14 @@ static int connect_step(const char *name)
 /* The root, parked, makes its sub-zygotes for the step's CPUs on this
  * node (not only ours: task/affinity bound us to our task's), or, hearing
  * nothing but the end of the connection, serves alone. */
-static void fan_out(const struct pspawn_standin_client *c, int sock)
+static void fan_out(const struct pspawn_standin_client *c, const struct pspawn_options *o,
+                    int sock)
 {
-    struct pspawn_options o;
-    char err[256];
-    pspawn_options_defaults(&o);
-    if (pspawn_options_parse(&o, c->options, err, sizeof err) < 0) {
-        say(c, "options \"%s\": %s: no fan-out", c->options, err);
-        return;
-    }
     struct pspawn_topology t;
-    if (o.fanout == PSPAWN_FANOUT_NONE || pspawn_topology_groups(&o, 1, &t) != 0)
+    if (o->fanout == PSPAWN_FANOUT_NONE || pspawn_topology_groups(o, 1, &t) != 0)
         return;
     say(c, "%s", t.describe);
-    if (t.ngroups > 1 && (errno = pspawn_fanout_send_standin(sock, &t, &o)) != 0)
+    if (t.ngroups > 1 && (errno = pspawn_fanout_send_standin(sock, &t, o)) != 0)
         say(c, "could not send the fan-out: %s", strerror(errno));
     pspawn_topology_free(&t);
 }
@@ -77,13 +71,19 @@ static pid_t start_zygote(const struct pspawn_standin_client *c, const char *nam
     snprintf(token_var, sizeof token_var, PSPAWN_ENV_TOKEN "=%s", c->token);
     snprintf(tasks_var, sizeof tasks_var, PSPAWN_ENV_TASKS "=%s",
              c->local_tasks ? c->local_tasks : "0");
-    /* A Python interpreter starts warm, with this task's options. */
+    /* The step's options; ones that do not parse are said, and the
+     * defaults used, without fan-out. */
     struct pspawn_options o;
-    struct python_start ps = { 0 };
     char msg[256];
     pspawn_options_defaults(&o);
-    if (pspawn_options_parse(&o, c->options, msg, sizeof msg) < 0 ||
-        (c->prog && pspawn_python_start(&o, c->prog, c->argv, &ps) != 0))
+    if (pspawn_options_parse(&o, c->options, msg, sizeof msg) < 0) {
+        say(c, "options \"%s\": %s: the defaults, no fan-out", c->options, msg);
+        pspawn_options_defaults(&o);
+        o.fanout = PSPAWN_FANOUT_NONE;
+    }
+    /* A Python interpreter starts warm, with this task's options. */
+    struct python_start ps = { 0 };
+    if (c->prog && pspawn_python_start(&o, c->prog, c->argv, &ps) != 0)
         memset(&ps, 0, sizeof ps);
     char preload_var[PATH_MAX + 64] = PSPAWN_ENV_PRELOAD_LIBS "=";
     strncat(preload_var, o.preload, PATH_MAX);
@@ -93,7 +93,7 @@ static pid_t start_zygote(const struct pspawn_standin_client *c, const char *nam
                                   NULL };
     struct zygote_exec x = {
         .path = c->path, .argv = c->prog ? pspawn_python_exec_argv(c->prog, &ps, first_only) : NULL,
-        .extra_env = extra, .null_stdio = 1,
+        .extra_env = extra, .null_stdio = 1, .record = !strcmp(o.preload, "auto"),
         .fds = { rs[1] }, .at = { 3 }, .nfds = 1,
     };
     pid_t pid;
@@ -122,7 +122,7 @@ static pid_t start_zygote(const struct pspawn_standin_client *c, const char *nam
             ;
         return -1;
     }
-    fan_out(c, rs[0]);
+    fan_out(c, &o, rs[0]);
     close(rs[0]);
     return pid;
 }

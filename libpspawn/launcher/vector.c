@@ -135,14 +135,24 @@ int pspawn_run_vector(struct pspawn_zygote *z, pspawn_task_t *tasks, size_t n,
     }
     if (use_zygote && n > 0 && z->prog.ninterp && !(b.zargv = script_argvs(&b)))
         use_zygote = 0;
+    /* A warm Python zygote: the interpreter options, then the start-up
+     * variables (compared once per distinct environment, as above). */
+    seen = NULL;
     for (size_t i = 0; use_zygote && z->python && i < n; i++) {
-        char buf[256];
-        const char *why;
-        if (b.state[i] == T_TODO &&
-            (why = pspawn_python_refusal(z, b.zargv ? b.zargv[i] : tasks[i].argv,
-                                         task_envp(&b, i), buf, sizeof buf))) {
+        if (b.state[i] != T_TODO)
+            continue;
+        const char *why = pspawn_python_argv_refusal(z, b.zargv ? b.zargv[i] : tasks[i].argv);
+        if (!why && (!seen || task_envp(&b, i) != seen)) {
+            seen = task_envp(&b, i);
+            var = pspawn_python_env_differs(z, seen, &len);
+        }
+        if (why) {
             b.state[i] = T_EXEC;
             pspawn_fallback(z, 0, "task %zu: %s", i, why);
+        } else if (var) {
+            b.state[i] = T_EXEC;
+            pspawn_fallback(z, 0, "task %zu: its %.*s differs from the warm interpreter's "
+                            "(read at start)", i, (int)len, var);
         }
     }
     if (use_zygote && n > 0)

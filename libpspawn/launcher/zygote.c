@@ -203,7 +203,7 @@ int pspawn_start_timeout_ms(const struct pspawn_zygote *z)
 
 int pspawn_zygote_exec(const struct zygote_exec *x, pid_t *pid)
 {
-    char **env = pspawn_zygote_environ(x->extra_env, x->base_env);
+    char **env = pspawn_zygote_environ(x->extra_env, x->base_env, x->record);
     if (!env)
         return ENOMEM;
     /* Stdio: the caller's 0-2 where open, or /dev/null (a stand-in's
@@ -291,7 +291,7 @@ static int start_root(struct pspawn_zygote *z, int core, char *const envp[])
     char *first_only[2];
     struct zygote_exec x = {
         .path = z->prog.path, .argv = pspawn_python_exec_argv(&z->prog, &z->py_start, first_only),
-        .base_env = envp, .extra_env = extra,
+        .base_env = envp, .extra_env = extra, .record = !strcmp(z->opts.preload, "auto"),
         .fds = { sv[1], rep[1] }, .at = { zsock_fd, zreport_fd }, .nfds = 2,
         .cpuset = core >= 0 ? cpuset : NULL,
     };

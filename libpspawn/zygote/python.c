@@ -30,6 +30,7 @@ static const char warm_py[] =
 #include "warm.inc"
     ;
 
+static int find_pool(struct dl_phdr_info *info, size_t size, void *data);
 static void (*before_fork)(void), (*after_fork_parent)(void), (*after_fork_child)(void);
 static struct task_start task;
 
@@ -83,6 +84,7 @@ void zygote_python_after_fork_parent(void)
 EXPORT int pspawn_python_park(void)
 {
     parked.python_warm = 1;
+    dl_iterate_phdr(find_pool, NULL);
     task = zygote_park();
     if (after_fork_child)
         after_fork_child();
@@ -154,38 +156,41 @@ static long affinity_cpus(void)
     return CPU_COUNT(&set);
 }
 
-static int size_pool(struct dl_phdr_info *info, size_t size, void *data)
+/* The runtimes' setters, found once when the zygote parks (what is
+ * loaded then is what every task has): walking every object in each task
+ * would put ~700 dlopen/dlsym calls on a task's start. */
+#define MAX_POOLS 8
+static struct pool {
+    void (*openblas_set)(int);
+    int (*openblas_procs)(void);
+    void (*omp_set)(int);
+} pools[MAX_POOLS];
+static int npools;
+
+static int find_pool(struct dl_phdr_info *info, size_t size, void *data)
 {
     (void)size;
-    int *sized = data;
-    if (!info->dlpi_name || !info->dlpi_name[0])
+    (void)data;
+    if (!info->dlpi_name || !info->dlpi_name[0] || npools == MAX_POOLS)
         return 0;
     void *h = dlopen(info->dlpi_name, RTLD_NOLOAD | RTLD_LAZY);
     if (!h)
         return 0;
-    void (*openblas_set)(int) = (void (*)(int))dlsym(h, "openblas_set_num_threads");
-    int (*openblas_procs)(void) = (int (*)(void))dlsym(h, "openblas_get_num_procs");
-    void (*omp_set)(int) = (void (*)(int))dlsym(h, "omp_set_num_threads");
+    struct pool p = {
+        (void (*)(int))dlsym(h, "openblas_set_num_threads"),
+        (int (*)(void))dlsym(h, "openblas_get_num_procs"),
+        (void (*)(int))dlsym(h, "omp_set_num_threads"),
+    };
     /* Only the library that defines it: dlsym also finds its dependencies'. */
     Dl_info where;
-    if (openblas_set && dladdr((void *)openblas_set, &where) &&
-        strcmp(where.dli_fname, info->dlpi_name) == 0) {
-        long n = env_threads("OPENBLAS_NUM_THREADS");
-        if (!n)
-            n = env_threads("GOTO_NUM_THREADS");
-        if (!n)
-            n = env_threads("OMP_NUM_THREADS");
-        long max = openblas_procs ? openblas_procs() : affinity_cpus();
-        if (!n || n > max)
-            n = max;
-        openblas_set((int)n);
-        (*sized)++;
-    }
-    if (omp_set && dladdr((void *)omp_set, &where) && strcmp(where.dli_fname, info->dlpi_name) == 0) {
-        long n = env_threads("OMP_NUM_THREADS");
-        omp_set((int)(n ? n : affinity_cpus()));
-        (*sized)++;
-    }
+    if (p.openblas_set && !(dladdr((void *)p.openblas_set, &where) &&
+                            strcmp(where.dli_fname, info->dlpi_name) == 0))
+        p.openblas_set = NULL;
+    if (p.omp_set && !(dladdr((void *)p.omp_set, &where) &&
+                       strcmp(where.dli_fname, info->dlpi_name) == 0))
+        p.omp_set = NULL;
+    if (p.openblas_set || p.omp_set)
+        pools[npools++] = p;
     dlclose(h);
     return 0;
 }
@@ -194,6 +199,24 @@ static int size_pool(struct dl_phdr_info *info, size_t size, void *data)
 EXPORT int pspawn_python_size_pools(void)
 {
     int sized = 0;
-    dl_iterate_phdr(size_pool, &sized);
+    for (int i = 0; i < npools; i++) {
+        if (pools[i].openblas_set) {
+            long n = env_threads("OPENBLAS_NUM_THREADS");
+            if (!n)
+                n = env_threads("GOTO_NUM_THREADS");
+            if (!n)
+                n = env_threads("OMP_NUM_THREADS");
+            long max = pools[i].openblas_procs ? pools[i].openblas_procs() : affinity_cpus();
+            if (!n || n > max)
+                n = max;
+            pools[i].openblas_set((int)n);
+            sized++;
+        }
+        if (pools[i].omp_set) {
+            long n = env_threads("OMP_NUM_THREADS");
+            pools[i].omp_set((int)(n ? n : affinity_cpus()));
+            sized++;
+        }
+    }
     return sized;
 }

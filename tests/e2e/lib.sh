@@ -14,7 +14,8 @@ bx() { docker exec -i -u bob -w /home/bob "$CTL" bash -c "$1"; }
 # on NODE CMD: run CMD as root on a compute node.
 on() { docker exec "pspawn-$1" bash -c "$2"; }
 
-# both NAME SRUN_ARGS: run `srun SRUN_ARGS` plain and with --pspawn; the
+# both NAME SRUN_ARGS [PSPAWN]: run `srun SRUN_ARGS` plain and with --pspawn
+# (or PSPAWN, e.g. --pspawn=on,modules=numpy); the
 # outputs (stdout+stderr) land in $tmp/NAME.plain / NAME.pspawn, the exit
 # codes in $rc_plain / $rc_pspawn.  srun's words about the job waiting
 # for nodes (still held by the job before, seen once in CI) are about the
@@ -22,7 +23,7 @@ on() { docker exec "pspawn-$1" bash -c "$2"; }
 both() {
     ax "srun $2" >"$tmp/$1.plain" 2>&1
     rc_plain=$?
-    ax "srun --pspawn $2" >"$tmp/$1.pspawn" 2>&1
+    ax "srun ${3:---pspawn} $2" >"$tmp/$1.pspawn" 2>&1
     rc_pspawn=$?
     sed -i -E '/^srun: job [0-9]+ (queued and waiting for resources|has been allocated resources)$/d' \
         "$tmp/$1.plain" "$tmp/$1.pspawn"
