@@ -305,6 +305,24 @@ int pspawn_attr_setmempolicy(pspawn_attr_t *attr, int mode,
 #define PSPAWN_TRACEME    0x4u
 int pspawn_attr_setflags(pspawn_attr_t *attr, unsigned flags);
 
+/* Called once for each task a call creates, in the calling thread, as
+ * soon as the task's pid is known and before the task runs a single
+ * instruction of its program, so before it can exit.  INDEX is the task's
+ * place in the call (TASKS[INDEX] of pspawn_vector(), 0 for pspawn_ex()).
+ * A launcher that reaps its children with waitpid(-1) elsewhere (another
+ * thread, a SIGCHLD handler) stores the pid here, so that it never reaps
+ * an exit whose pid it does not know yet.  A task whose setup failed is
+ * never given to it.  On the exec path (a fallback, or PSPAWN_FORCE_EXEC)
+ * the hook runs before execve() itself: if that execve() then fails, the
+ * call still reports the task's error, and the pid given to the hook is a
+ * child that exits with status 127 (as with a fork+exec whose exec fails).
+ * With a hook the exec path forks the caller rather than sharing its
+ * memory (vfork), since the caller must run while the child waits.  The
+ * hook must not spawn through the same context.  HOOK NULL removes it.
+ * Returns 0 or EINVAL. */
+typedef void (*pspawn_pid_hook_t)(void *arg, size_t index, pid_t pid);
+int pspawn_attr_setpidhook(pspawn_attr_t *attr, pspawn_pid_hook_t hook, void *arg);
+
 /* ---- helpers ----------------------------------------------------------- */
 
 /* Resolve FILE as execvp(3) would, using PATH from ENVP (NULL: the

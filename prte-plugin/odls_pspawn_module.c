@@ -337,13 +337,13 @@ static int stdio_actions(prte_odls_spawn_caddy_t *cd, pspawn_attr_t *attr)
         if (tcsetattr(o->p_stdout[1], TCSANOW, &t) < 0)
             return -1;
     }
-    if (o->connect_stdin)
-        pspawn_attr_adddup2(attr, o->p_stdin[0], 0);
-    else
-        pspawn_attr_addopen(attr, 0, "/dev/null", O_RDONLY, 0);
-    pspawn_attr_adddup2(attr, o->p_stdout[1], 1);
-    pspawn_attr_adddup2(attr, o->p_stderr[1], 2);
-    return 0;
+    int err = o->connect_stdin ? pspawn_attr_adddup2(attr, o->p_stdin[0], 0)
+                               : pspawn_attr_addopen(attr, 0, "/dev/null", O_RDONLY, 0);
+    if (0 == err)
+        err = pspawn_attr_adddup2(attr, o->p_stdout[1], 1);
+    if (0 == err)
+        err = pspawn_attr_adddup2(attr, o->p_stderr[1], 2);
+    return 0 == err ? 0 : -1;
 }
 
 /* The parent's side of the pipes, closed as the default's parent does. */
@@ -401,7 +401,7 @@ static int rank_attr(prte_odls_spawn_caddy_t *cd, pspawn_attr_t *attr)
     sigset_t set;
 
     /* its own process group, so that signals reach what it starts */
-    pspawn_attr_setpgroup(attr, 0);
+    int err = pspawn_attr_setpgroup(attr, 0);
     /* the signals the default resets, and none blocked */
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
@@ -410,9 +410,13 @@ static int rank_attr(prte_odls_spawn_caddy_t *cd, pspawn_attr_t *attr)
     sigaddset(&set, SIGPIPE);
     sigaddset(&set, SIGCHLD);
     sigaddset(&set, SIGTRAP);
-    pspawn_attr_setsigdefault(attr, &set);
+    if (0 == err)
+        err = pspawn_attr_setsigdefault(attr, &set);
     sigemptyset(&set);
-    pspawn_attr_setsigmask(attr, &set);
+    if (0 == err)
+        err = pspawn_attr_setsigmask(attr, &set);
+    if (0 != err)
+        return -1;
 
     if (NULL != child && forward) {
         if (0 != stdio_actions(cd, attr)) {
@@ -422,7 +426,8 @@ static int rank_attr(prte_odls_spawn_caddy_t *cd, pspawn_attr_t *attr)
         }
     } else if (NULL == child && !forward) {
         for (int fd = 0; fd < 3; fd++)
-            pspawn_attr_addopen(attr, fd, "/dev/null", O_RDONLY, 0);
+            if (0 != pspawn_attr_addopen(attr, fd, "/dev/null", O_RDONLY, 0))
+                return -1;
     }
 
     if (NULL != child) {
@@ -430,8 +435,8 @@ static int rank_attr(prte_odls_spawn_caddy_t *cd, pspawn_attr_t *attr)
         int have = 0;
         if (0 != rank_cpuset(cd, forward ? cd->opts.p_stderr[1] : 2, &cpus, &have, attr))
             return -1;
-        if (have)
-            pspawn_attr_setcpuset(attr, sizeof cpus, &cpus);
+        if (have && 0 != pspawn_attr_setcpuset(attr, sizeof cpus, &cpus))
+            return -1;
     }
 
     if (NULL != cd->wdir) {
@@ -441,9 +446,22 @@ static int rank_attr(prte_odls_spawn_caddy_t *cd, pspawn_attr_t *attr)
                            prte_process_info.nodename, (NULL == child) ? 0 : child->app_rank);
             return -1;
         }
-        pspawn_attr_setcwd(attr, cd->wdir);
+        if (0 != pspawn_attr_setcwd(attr, cd->wdir))
+            return -1;
     }
     return 0;
+}
+
+/* prted reaps with waitpid(-1) on its progress thread and finds each rank
+ * by child->pid, while this fork function runs on a launch thread: a rank
+ * that exited before child->pid was set would be reaped as an unknown pid
+ * and its job would never end.  libpspawn calls this before the rank can
+ * run, so the pid is always there first. */
+static void store_pid(void *arg, size_t index, pid_t pid)
+{
+    (void)index;
+    prte_proc_t *child = arg;
+    __atomic_store_n(&child->pid, pid, __ATOMIC_RELEASE);
 }
 
 /* --stop-on-exec: a debugger attaches to ranks stopped at their first
@@ -530,7 +548,8 @@ static int pspawn_fork_local_proc(void *cdptr)
 
     if (0 != pspawn_attr_init(&attr))
         return failed(cd);
-    if (0 != rank_attr(cd, &attr) || (traced && 0 != pspawn_attr_setflags(&attr, PSPAWN_TRACEME))) {
+    if (0 != rank_attr(cd, &attr) || (traced && 0 != pspawn_attr_setflags(&attr, PSPAWN_TRACEME)) ||
+        (NULL != child && !traced && 0 != pspawn_attr_setpidhook(&attr, store_pid, child))) {
         pspawn_attr_destroy(&attr);
         return failed(cd);
     }

@@ -195,3 +195,20 @@ EXTRA_DIST += \
 	tests/cli-signals.sh \
 	tests/cli-options.sh \
 	tests/cli-timeout.sh
+
+# pspawn_attr_setpidhook: the pid before the task can exit (a launcher
+# that reaps with waitpid(-1) elsewhere, as prted does).
+check_PROGRAMS += tests/pidhook
+tests_pidhook_SOURCES = tests/pidhook.c tests/tap.h
+tests_pidhook_CFLAGS = $(AM_CFLAGS) -pthread
+tests_pidhook_LDADD = libpspawn/libpspawn.la
+tests_pidhook_LDFLAGS = $(driver_link_flags) -pthread
+TESTS += tests/pidhook
+
+# A launcher that sends its zygote malformed requests (protocol.h's
+# sealed memfds and go block), and REQ_LAUNCHER_GO.
+check_PROGRAMS += tests/wire-hostile
+tests_wire_hostile_SOURCES = tests/wire-hostile.c tests/tap.h
+tests_wire_hostile_LDADD = libpspawn/libpspawn-wire.la
+tests_wire_hostile_LDFLAGS = $(driver_link_flags)
+TESTS += tests/wire-hostile

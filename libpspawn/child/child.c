@@ -339,14 +339,34 @@ void pspawn_child_close_others(const int *keep, int nkeep)
     close_span(lo, ~0u);
 }
 
+static void report_int(int fd, int v)
+{
+    while (write(fd, &v, sizeof v) < 0 && errno == EINTR)
+        ;
+}
+
 int pspawn_child_exec(void *arg)
 {
     struct child_exec *a = arg;
     int keep[PSPAWN_FD_MAX + 8];
     int err = pspawn_child_setup(a->setup);
+    /* Held: the setup moved our two pipes where it moved every fd it kept. */
+    const int *pipes = a->held ? a->setup->fds + a->setup->nfds - 2 : NULL;
     if (!err) {
-        int nkeep = pspawn_child_keep_list(a->setup, NULL, 0, keep);
+        int nkeep = pspawn_child_keep_list(a->setup, pipes, pipes ? 2 : 0, keep);
         pspawn_child_close_others(keep, nkeep);
+        if (pipes) {
+            /* Set up: the caller gives our pid to its hook, then lets us
+             * go.  No go (the caller died): we never ran. */
+            char go;
+            ssize_t n;
+            report_int(pipes[1], 0);
+            while ((n = read(pipes[0], &go, 1)) < 0 && errno == EINTR)
+                ;
+            if (n != 1)
+                _exit(127);
+            close(pipes[0]);
+        }
         pspawn_child_sigmask(a->sigmask);
         if (a->setup->traceme && ptrace(PTRACE_TRACEME, 0, NULL, NULL) < 0) {
             err = errno;
@@ -355,7 +375,10 @@ int pspawn_child_exec(void *arg)
             err = errno;
         }
     }
-    a->err = err;
+    if (pipes)
+        report_int(pipes[1], err);
+    else
+        a->err = err;
     _exit(127);
 }
 

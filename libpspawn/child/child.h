@@ -71,14 +71,19 @@ struct child_setup {
 int pspawn_child_setup(struct child_setup *s);
 
 /* The exec path's child, run on a vfork stack by clone(CLONE_VM):
- * ARG is a struct child_exec.  Never returns. */
+ * ARG is a struct child_exec.  Never returns.
+ * Held (a fork, for a caller with a pid hook): the last two of setup->fds
+ * are a pipe's read end, on which the child waits for its go once set up,
+ * and another's write end, on which it reports its setup (an int: 0, or
+ * the errno) and then a failed exec (the errno; end of file: exec'd). */
 struct child_exec {
     const char *path;
     char *const *argv;
     char *const *envp;
     struct child_setup *setup;
     uint64_t sigmask;
-    volatile int err;       /* set if the exec failed */
+    volatile int err;       /* set if the exec failed (not held) */
+    int held;
 };
 int pspawn_child_exec(void *arg);
 

@@ -201,6 +201,15 @@ int pspawn_attr_setflags(pspawn_attr_t *attr, unsigned flags)
     return 0;
 }
 
+int pspawn_attr_setpidhook(pspawn_attr_t *attr, pspawn_pid_hook_t hook, void *arg)
+{
+    if (!attr || !attr->impl)
+        return EINVAL;
+    attr->impl->pid_hook = hook;
+    attr->impl->pid_hook_arg = hook ? arg : NULL;
+    return 0;
+}
+
 static int source_index(struct call *c, int fd)
 {
     for (int i = 0; i < c->nfds; i++)
@@ -247,6 +256,8 @@ int pspawn_call_init(struct call *c, const pspawn_attr_t *attrp, char *const env
             c->handled |= bit;
     }
     c->ignored &= ~c->sigdef;
+    if (a && a->pid_hook)
+        c->flags |= REQ_LAUNCHER_GO;
 
     if (a && (a->set & ATTR_CWD)) {
         snprintf(c->cwd, sizeof c->cwd, "%s", a->cwd);

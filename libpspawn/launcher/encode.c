@@ -17,6 +17,7 @@
 
 #include "go.h"
 #include "internal.h"
+#include "memfd.h"
 #include "unixsock.h"
 
 static size_t strv_bytes(char *const *v, uint32_t *count)
@@ -67,17 +68,14 @@ int pspawn_encode_request(struct encoded_request *r, const struct call *c,
     if (size > UINT32_MAX)
         return E2BIG;
 
-    int fd = (int)syscall(SYS_memfd_create, "pspawn-request", MFD_CLOEXEC);
-    if (fd < 0)
+    int fd, gofd;
+    char *base = pspawn_memfd_create("pspawn-request", size, &fd);
+    if (!base)
         return errno;
-    if (ftruncate(fd, (off_t)size) < 0) {
+    struct wire_go *go = pspawn_memfd_create("pspawn-go", sizeof *go, &gofd);
+    if (!go) {
         int e = errno;
-        close(fd);
-        return e;
-    }
-    char *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (base == MAP_FAILED) {
-        int e = errno;
+        munmap(base, size);
         close(fd);
         return e;
     }
@@ -141,7 +139,8 @@ int pspawn_encode_request(struct encoded_request *r, const struct call *c,
             memcpy(wt[j].cpuset, t[j].cpuset, PSPAWN_CPUSET_BYTES);
         }
     }
-    *r = (struct encoded_request){ w, size, fd };
+    munmap(base, size);     /* the zygote reads it from the memfd */
+    *r = (struct encoded_request){ go, size, fd, gofd };
     return 0;
 }
 
@@ -149,20 +148,23 @@ int pspawn_send_request(int sock, uint32_t id, const struct encoded_request *r,
                         const struct call *c)
 {
     struct request_msg msg = { PSPAWN_MAGIC, id, (uint32_t)r->size, (uint32_t)c->nfds };
-    int fds[PSPAWN_FD_MAX + 1];
+    int fds[PSPAWN_FD_MAX + 2];
     fds[0] = r->memfd;
-    memcpy(fds + 1, c->fds, c->nfds * sizeof(int));
-    return pspawn_send_fds(sock, &msg, sizeof msg, fds, 1 + c->nfds);
+    fds[1] = r->gofd;
+    memcpy(fds + 2, c->fds, c->nfds * sizeof(int));
+    return pspawn_send_fds(sock, &msg, sizeof msg, fds, 2 + c->nfds);
 }
 
 void pspawn_encoded_release(struct encoded_request *r)
 {
-    if (r->map)
-        munmap(r->map, r->size);
+    if (r->go)
+        munmap(r->go, sizeof *r->go);
     if (r->memfd >= 0)
         close(r->memfd);
-    r->map = NULL;
-    r->memfd = -1;
+    if (r->gofd >= 0)
+        close(r->gofd);
+    r->go = NULL;
+    r->memfd = r->gofd = -1;
 }
 
 int pspawn_send_standin(int sock, const struct call *c, pspawn_task_t *task, const char *token,
@@ -184,7 +186,7 @@ void pspawn_standin_go(struct pspawn_hold *hold, int run)
 {
     if (!hold->held)
         return;
-    pspawn_go_swap(&hold->req.map->go[0], run ? GO_RUN : GO_CANCEL);
+    pspawn_go_swap(&hold->req.go->go[0], run ? GO_RUN : GO_CANCEL);
     pspawn_encoded_release(&hold->req);
     hold->held = 0;
 }

@@ -1,10 +1,14 @@
 /* The plain exec path: the reference that the zygote path must match, and
  * its fallback.  Like glibc's and musl's posix_spawn, the child shares the
  * caller's memory (CLONE_VM|CLONE_VFORK) and reports a failure by writing
- * its errno into that memory before exiting. */
+ * its errno into that memory before exiting.  A caller with a pid hook
+ * must run the hook while the child waits before its exec, which a vfork
+ * child cannot do (its parent is suspended until the exec): its child is
+ * a fork, held on a pipe. */
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -18,7 +22,7 @@
 int pspawn_exec_setup(pid_t *pidp, const char *path, struct child_setup *s,
                       uint64_t sigmask, char *const argv[], char *const envp[])
 {
-    struct child_exec a = { path, argv, envp, s, sigmask, 0 };
+    struct child_exec a = { path, argv, envp, s, sigmask, 0, 0 };
     size_t stack_size = 64 * 1024;
     char *stack = mmap(NULL, stack_size, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
@@ -45,7 +49,70 @@ int pspawn_exec_setup(pid_t *pidp, const char *path, struct child_setup *s,
     return 0;
 }
 
-int pspawn_exec_task(pid_t *pid, const char *path, const struct call *c,
+static int read_int(int fd, int *v)
+{
+    ssize_t n;
+    while ((n = read(fd, v, sizeof *v)) < 0 && errno == EINTR)
+        ;
+    return n == (ssize_t)sizeof *v;
+}
+
+static void reap(pid_t pid)
+{
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+}
+
+/* The held exec: S->fds has room for two more.  Task INDEX's pid goes to
+ * HOOK once the child is set up, and before it may exec. */
+static int exec_held(pid_t *pidp, const char *path, struct child_setup *s, uint64_t sigmask,
+                     char *const argv[], char *const envp[], pspawn_pid_hook_t hook,
+                     void *arg, size_t index)
+{
+    int go[2], rep[2];
+    if (pipe2(go, O_CLOEXEC) < 0)
+        return errno;
+    if (pipe2(rep, O_CLOEXEC) < 0) {
+        int e = errno;
+        close(go[0]);
+        close(go[1]);
+        return e;
+    }
+    s->fds[s->nfds++] = go[0];
+    s->fds[s->nfds++] = rep[1];
+    struct child_exec a = { path, argv, envp, s, sigmask, 0, 1 };
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    pid_t pid = fork();
+    if (pid == 0)
+        pspawn_child_exec(&a);
+    int err = pid < 0 ? errno : 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    close(go[0]);
+    close(rep[1]);
+    int v = 0;
+    if (!err && (!read_int(rep[0], &v) || v)) {
+        err = v ? v : ECHILD;   /* its setup failed, or it died in it */
+        reap(pid);
+    } else if (!err) {
+        hook(arg, index, pid);
+        while (write(go[1], "g", 1) < 0 && errno == EINTR)
+            ;
+        if (read_int(rep[0], &v)) {     /* end of file: exec'd */
+            err = v;
+            reap(pid);
+        }
+    }
+    close(go[1]);
+    close(rep[0]);
+    if (!err)
+        *pidp = pid;
+    return err;
+}
+
+int pspawn_exec_task(pid_t *pid, const char *path, const struct call *c, size_t index,
                      const unsigned char *cpuset, char *const argv[], char *const envp[])
 {
     /* The child is a copy of the caller: it already has the caller's cwd,
@@ -53,7 +120,7 @@ int pspawn_exec_task(pid_t *pid, const char *path, const struct call *c,
      * the attribute object asks for is applied. */
     const struct pspawn_attr_impl *a = c->attr;
     unsigned set = a ? a->set : 0;
-    int fds[PSPAWN_FD_MAX];
+    int fds[PSPAWN_FD_MAX + 2];     /* and a held child's two pipes */
     memcpy(fds, c->fds, c->nfds * sizeof(int));
     struct child_setup s = {
         .flags = c->flags & (REQ_SETSID | REQ_SETPGROUP |
@@ -78,6 +145,9 @@ int pspawn_exec_task(pid_t *pid, const char *path, const struct call *c,
         .emulate_cloexec = 0,
         .traceme = (c->user_flags & PSPAWN_TRACEME) != 0,
     };
+    if (a && a->pid_hook)
+        return exec_held(pid, path, &s, c->sigmask, argv, envp, a->pid_hook, a->pid_hook_arg,
+                         index);
     return pspawn_exec_setup(pid, path, &s, c->sigmask, argv, envp);
 }
 
@@ -89,7 +159,7 @@ int pspawn_exec(pid_t *pid, const char *path, const pspawn_attr_t *attr,
         return ENOMEM;
     int err = pspawn_call_init(c, attr, envp);
     if (!err)
-        err = pspawn_exec_task(pid, path, c, NULL, argv, c->envp);
+        err = pspawn_exec_task(pid, path, c, 0, NULL, argv, c->envp);
     free(c);
     return err;
 }

@@ -21,6 +21,7 @@
 
 #include "cgroup.h"
 #include "internal.h"
+#include "memfd.h"
 #include "replica.h"
 #include "unixsock.h"
 
@@ -151,18 +152,9 @@ static struct wire_fanout *fanout_table(const struct pspawn_topology *t,
                                         size_t *size)
 {
     *size = sizeof(struct wire_fanout) + (size_t)(n + 1) * sizeof(struct wire_group);
-    *memfd = (int)syscall(SYS_memfd_create, "pspawn-fanout", MFD_CLOEXEC);
-    if (*memfd < 0)
+    struct wire_fanout *f = pspawn_memfd_create("pspawn-fanout", *size, memfd);
+    if (!f)
         return NULL;
-    struct wire_fanout *f = MAP_FAILED;
-    if (ftruncate(*memfd, (off_t)*size) == 0)
-        f = mmap(NULL, *size, PROT_READ | PROT_WRITE, MAP_SHARED, *memfd, 0);
-    if (f == MAP_FAILED) {
-        int e = errno;
-        close(*memfd);
-        errno = e;
-        return NULL;
-    }
     f->ngroups = (uint32_t)n + 1;
     f->subzygote = (uint32_t)o->subzygote;
     f->own = 0;

@@ -49,6 +49,8 @@ struct pspawn_attr_impl {
     struct wire_rlimit rlimits[RLIM_NLIMITS];
     int nactions, cap;
     struct attr_action *actions;
+    pspawn_pid_hook_t pid_hook;     /* pspawn_attr_setpidhook */
+    void *pid_hook_arg;
 };
 
 /* What a program is, as exec would see it. */
@@ -188,8 +190,9 @@ int pspawn_program_changed(const struct program *p);
 int pspawn_args_too_big(const char *filename, char *const argv[],
                         char *const envp[]);
 
-/* exec.c: a plain exec of a task with the call's attributes. */
-int pspawn_exec_task(pid_t *pid, const char *path, const struct call *c,
+/* exec.c: a plain exec of task INDEX of a call with the call's
+ * attributes (and its pid hook, if any). */
+int pspawn_exec_task(pid_t *pid, const char *path, const struct call *c, size_t index,
                      const unsigned char *cpuset, char *const argv[],
                      char *const envp[]);
 /* The same for the zygote itself, with its extra fds at fixed numbers. */
@@ -200,9 +203,9 @@ int pspawn_exec_setup(pid_t *pid, const char *path, struct child_setup *s,
 /* A request on the wire: its memfd, mapped shared with the zygote (the
  * kernel writes pid[], go[] is swapped there). */
 struct encoded_request {
-    struct wire_request *map;
-    size_t size;
-    int memfd;
+    struct wire_go *go;     /* the go block, shared with the zygote and tasks */
+    size_t size;            /* of the request memfd */
+    int memfd, gofd;
 };
 /* One task of a request. */
 struct encode_task {

@@ -184,6 +184,12 @@ static void take_report(struct batch *b, const struct task_report *r)
         if (t->pidfd >= 0)
             fcntl(t->pidfd, F_SETFD, FD_CLOEXEC);
     }
+    /* The caller has the pid before the task runs (REQ_LAUNCHER_GO). */
+    const struct pspawn_attr_impl *a = b->c->attr;
+    if (a && a->pid_hook) {
+        a->pid_hook(a->pid_hook_arg, o->idx[r->index], r->pid);
+        pspawn_go_swap(&o->req.go->go[r->index], GO_RUN);
+    }
 }
 
 static void read_reports(struct batch *b)
@@ -262,8 +268,8 @@ static void finish_requests(struct batch *b)
                 /* Released by a zygote that died, and silent since: it is
                  * ours (the kernel wrote its pid before it ran). */
                 pspawn_task_t *t = &b->tasks[o->idx[j]];
-                if (o->lost && o->req.map->pid[j] > 0) {
-                    t->pid = o->req.map->pid[j];
+                if (o->lost && o->req.go->pid[j] > 0) {
+                    t->pid = o->req.go->pid[j];
                     b->state[o->idx[j]] = T_DONE;
                 } else {
                     b->state[o->idx[j]] = T_TODO;
@@ -297,14 +303,14 @@ static void server_gone(struct batch *b, int s, int kill_it, const char *why)
              * died before it could. */
             if (o->seen[j]) {
                 if (!b->tasks[o->idx[j]].error)
-                    pspawn_go_swap(&o->req.map->go[j], GO_RUN);
+                    pspawn_go_swap(&o->req.go->go[j], GO_RUN);
                 continue;
             }
-            if (!pspawn_go_swap(&o->req.map->go[j], GO_CANCEL))
+            if (!pspawn_go_swap(&o->req.go->go[j], GO_CANCEL))
                 continue;   /* released: it runs, and reports */
             o->cancelled[j] = 1;
             b->state[o->idx[j]] = T_TODO;
-            pid_t pid = o->req.map->pid[j];
+            pid_t pid = o->req.go->pid[j];
             if (pid > 0 && b->ncancelled < (int)b->n)
                 b->cancelled[b->ncancelled++] = pid;
         }

@@ -171,7 +171,7 @@ int pspawn_run_vector(struct pspawn_zygote *z, pspawn_task_t *tasks, size_t n,
                    ? tasks[i].cpusetsize : sizeof cpuset);
             cs = cpuset;
         }
-        tasks[i].error = pspawn_exec_task(&tasks[i].pid, z->prog.path, c, cs,
+        tasks[i].error = pspawn_exec_task(&tasks[i].pid, z->prog.path, c, i, cs,
                                           tasks[i].argv, task_envp(&b, i));
         if (!tasks[i].error && (c->user_flags & PSPAWN_PIDFD)) {
             tasks[i].pidfd = (int)syscall(SYS_pidfd_open, tasks[i].pid, 0);

@@ -13,15 +13,24 @@
  * PSPAWN_REPORT_DONE) once it has cloned what it could.  Records are
  * smaller than PIPE_BUF, so writes from many processes never interleave.
  *
- * Release ("go"): the request memfd is mapped shared by the launcher and
- * the zygote, and so by every task cloned from it.  The kernel writes each
- * task's pid into pid[i] (CLONE_PARENT_SETTID) before the task can run, so
- * the launcher has it before the task's first instruction.  The zygote then
- * releases the task itself: go[i] from GO_HOLD (or GO_WAITING, the task
- * asleep on it) to GO_RUN, by compare-and-swap.  A launcher that gives up
- * on a zygote (dead, hung) swaps every go word still held to GO_CANCEL: a
- * task it catches exits 127 without running and is retried by exec, a task
- * already released runs and is the launcher's.  Never lost, never twice.
+ * The request memfd is sealed against shrinking and growing
+ * (F_SEAL_SHRINK|F_SEAL_GROW): its sender cannot fault the zygote by
+ * truncating it.  The zygote checks the seals and the size, then reads the
+ * request into a private copy, and parses and uses only that, so what it
+ * checked is what it uses.
+ *
+ * Release ("go"): a second memfd per request, the go block (struct
+ * wire_go, sealed the same way and of exactly that size), is mapped shared
+ * by the launcher and the zygote, and so by every task cloned from it.
+ * The kernel writes each task's pid into pid[i] (CLONE_PARENT_SETTID)
+ * before the task can run, so the launcher has it before the task's first
+ * instruction.  The zygote then releases the task itself: go[i] from
+ * GO_HOLD (or GO_WAITING, the task asleep on it) to GO_RUN, by
+ * compare-and-swap; with REQ_LAUNCHER_GO the launcher does, once it has
+ * given its caller the pid.  A launcher that gives up on a zygote (dead,
+ * hung) swaps every go word still held to GO_CANCEL: a task it catches
+ * exits 127 without running and is retried by exec, a task already
+ * released runs and is the launcher's.  Never lost, never twice.
  *
  * Fan-out: one fanout message (PSPAWN_FANOUT_MAGIC) to the root zygote
  * lists the groups of CPUs and the sockets of the sub-zygotes to make
@@ -35,7 +44,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define PSPAWN_MAGIC        0x7073707au /* "psp" + version 'z' */
+#define PSPAWN_MAGIC        0x70737079u /* "psp" + version 'y' */
 #define PSPAWN_FANOUT_MAGIC 0x70737046u /* "pspF" */
 #define PSPAWN_REQ_MAX      64
 #define PSPAWN_FD_MAX       64          /* fds passed per request */
@@ -125,12 +134,13 @@ struct task_report {
                              * DONE a request_refusal, detail in pid */
 };
 
-/* Request message, followed in the memfd by the encoded request. */
+/* Request message.  Its fds: the request's memfd, its go block's memfd
+ * (requests only, not fan-out), then the NFDS fds its tasks take. */
 struct request_msg {
     uint32_t magic;
     uint32_t id;
-    uint32_t size;          /* bytes of the memfd to map */
-    uint32_t nfds;          /* fds passed after the memfd */
+    uint32_t size;          /* bytes of the request memfd (its exact size) */
+    uint32_t nfds;          /* fds passed after the memfd(s) */
 };
 
 /* File action kinds, as in the memfd. */
@@ -178,6 +188,11 @@ struct wire_rlimit {
 #define REQ_IOPRIO      0x1000u
 #define REQ_TIMERSLACK  0x2000u
 #define REQ_MDWE        0x4000u
+/* Direct mode: the launcher releases each task itself, once it has
+ * given the task's pid to its caller (a launcher that reaps with
+ * waitpid(-1) must know the pid before the task can exit); the zygote
+ * leaves go[i] held. */
+#define REQ_LAUNCHER_GO 0x8000u
 
 /* Process attributes read with pspawn_procstate_get(): -1 where the
  * kernel has none (PR_GET_MDWE before Linux 6.3). */
@@ -189,12 +204,17 @@ struct wire_procstate {
     int64_t timerslack;
 };
 
-/* Layout of the request memfd. Offsets are from its start. */
 enum { GO_HOLD = 0, GO_RUN = 1, GO_CANCEL = 2, GO_WAITING = 3 };
 
-struct wire_request {
+/* The go block: the only memory a request's sender and its zygote and
+ * tasks share. */
+struct wire_go {
     uint32_t go[PSPAWN_REQ_MAX];    /* futex words, one per task */
     int32_t pid[PSPAWN_REQ_MAX];    /* each task's pid, written by clone */
+};
+
+/* Layout of the request memfd. Offsets are from its start. */
+struct wire_request {
     uint32_t ntasks;
     uint32_t flags;         /* REQ_* */
     uint32_t umask;

@@ -336,7 +336,7 @@ static int prepare_exec(struct sub_exec *x, int chan, const struct wire_group *g
     x->argv[1] = NULL;
     if (!x->argv[0])
         return -1;
-    x->exec = (struct child_exec){ x->argv[0], x->argv, x->env, &x->setup, 0, 0 };
+    x->exec = (struct child_exec){ x->argv[0], x->argv, x->env, &x->setup, 0, 0, 0 };
     return 0;
 }
 

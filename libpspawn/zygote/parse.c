@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "memfd.h"
 #include "zygote.h"
 
 static int in_list(const int *v, int n, int x)
@@ -178,21 +179,40 @@ int zygote_parse_request(const char *base, size_t size, int *fds, int nfds, cons
     return 0;
 }
 
-void zygote_drop_request(void *base, size_t size, int *fds, int nfds)
+void zygote_drop_request(void *base, size_t size, struct wire_go *go, int *fds, int nfds)
 {
     for (int i = 0; i < nfds; i++)
         close(fds[i]);
     munmap(base, size);
+    if (go)
+        munmap(go, sizeof *go);
 }
 
+/* A private copy of the SIZE bytes of memfd FD, or MAP_FAILED. */
+static void *private_copy(int fd, size_t size)
+{
+    char *copy = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (copy == MAP_FAILED)
+        return copy;
+    size_t done = 0;
+    while (done < size) {
+        ssize_t n = pread(fd, copy + done, size - done, (off_t)done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            munmap(copy, size);
+            return MAP_FAILED;
+        }
+        done += (size_t)n;
+    }
+    return copy;
+}
 
 /* One message and the fds it brings, FIRST of them before its memfd (a
- * forwarded stand-in's connection), the memfd mapped shared: the kernel
- * writes the tasks' pids there, and their go words are swapped there.  The
- * memfd stays open in FDS[FIRST].  Returns 1, 0 on end of file, -1 on a
- * malformed message (its fds closed). */
-static int recv_message(int sock, struct request_msg *msg, void **base, int *fds, int *nfds,
-                        int first)
+ * forwarded stand-in's connection).  See zygote_recv_request.  Returns 1,
+ * 0 on end of file, -1 on a malformed message (its fds closed). */
+static int recv_message(int sock, struct request_msg *msg, void **base, struct wire_go **go,
+                        int *fds, int *nfds, int first)
 {
     union {
         char buf[CMSG_SPACE(ZYGOTE_MSG_FDS * sizeof(int))];
@@ -216,13 +236,24 @@ static int recv_message(int sock, struct request_msg *msg, void **base, int *fds
             *nfds += k;
         }
     *base = MAP_FAILED;
-    struct stat st;
-    /* A memfd shorter than it says would fault us on reading it. */
-    if (n == sizeof *msg && (msg->magic == PSPAWN_MAGIC || msg->magic == PSPAWN_FANOUT_MAGIC) &&
-        *nfds >= first + 1 && (uint32_t)*nfds == msg->nfds + 1 + (uint32_t)first &&
-        !(mh.msg_flags & MSG_CTRUNC) && msg->size > 0 && fstat(fds[first], &st) == 0 &&
-        st.st_size >= (off_t)msg->size)
-        *base = mmap(NULL, msg->size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[first], 0);
+    *go = MAP_FAILED;
+    int request = msg->magic == PSPAWN_MAGIC;
+    int head = first + (request ? ZYGOTE_REQ_HEAD : 1);
+    if (n == sizeof *msg && (request || msg->magic == PSPAWN_FANOUT_MAGIC) &&
+        !(mh.msg_flags & MSG_CTRUNC) && msg->nfds <= (uint32_t)ZYGOTE_MSG_FDS &&
+        (uint32_t)*nfds == msg->nfds + (uint32_t)head && msg->size > 0 &&
+        pspawn_memfd_check(fds[first], msg->size, 1) == 0) {
+        if (!request) {
+            *go = NULL;
+            *base = mmap(NULL, msg->size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[first], 0);
+        } else if (pspawn_memfd_check(fds[first + 1], sizeof **go, 1) == 0 &&
+                   (*go = mmap(NULL, sizeof **go, PROT_READ | PROT_WRITE, MAP_SHARED,
+                               fds[first + 1], 0)) != MAP_FAILED &&
+                   (*base = private_copy(fds[first], msg->size)) == MAP_FAILED) {
+            munmap(*go, sizeof **go);
+            *go = MAP_FAILED;
+        }
+    }
     if (*base == MAP_FAILED) {
         for (int i = 0; i < *nfds; i++)
             close(fds[i]);
@@ -231,16 +262,17 @@ static int recv_message(int sock, struct request_msg *msg, void **base, int *fds
     return 1;
 }
 
-int zygote_recv_request(int sock, struct request_msg *msg, void **base, int *fds, int *nfds)
+int zygote_recv_request(int sock, struct request_msg *msg, void **base, struct wire_go **go,
+                        int *fds, int *nfds)
 {
-    return recv_message(sock, msg, base, fds, nfds, 0);
+    return recv_message(sock, msg, base, go, fds, nfds, 0);
 }
 
-int zygote_recv_forwarded(int sock, struct request_msg *msg, int *conn, void **base, int *fds,
-                          int *nfds)
+int zygote_recv_forwarded(int sock, struct request_msg *msg, int *conn, void **base,
+                          struct wire_go **go, int *fds, int *nfds)
 {
     int all[ZYGOTE_MSG_FDS], n;
-    int r = recv_message(sock, msg, base, all, &n, 1);
+    int r = recv_message(sock, msg, base, go, all, &n, 1);
     if (r <= 0)
         return r;
     *conn = all[0];

@@ -19,8 +19,8 @@
  * the zygote, which has let go of the request before it reports it done:
  * once the launcher has every request done, the zygote holds none of their
  * fds. */
-static int serve_request(char *base, size_t size, uint32_t id, int *fds, int nfds,
-                         struct task_start *ts)
+static int serve_request(char *base, size_t size, struct wire_go *go, uint32_t id, int *fds,
+                         int nfds, struct task_start *ts)
 {
     struct wire_request *w = (struct wire_request *)base;
     struct child_setup tmpl;
@@ -28,23 +28,23 @@ static int serve_request(char *base, size_t size, uint32_t id, int *fds, int nfd
     const int chan[2] = { parked.report, parked.sock };
     int refusal = zygote_parse_request(base, size, fds, nfds, chan, &tmpl, &detail);
     if (refusal) {
-        zygote_drop_request(base, size, fds, nfds);
+        zygote_drop_request(base, size, go, fds, nfds);
         zygote_report(parked.report, id, PSPAWN_REPORT_DONE, detail, refusal);
         return 0;
     }
     uint32_t ntasks = w->ntasks;
     for (uint32_t i = 0; i < ntasks; i++) {
-        pid_t pid = zygote_clone(CLONE_PARENT, &w->pid[i]);
+        pid_t pid = zygote_clone(CLONE_PARENT, &go->pid[i]);
         if (pid == 0) {
-            *ts = zygote_task_main(base, size, id, i, &tmpl, nfds, 0);
+            *ts = zygote_task_main(base, size, go, id, i, &tmpl, nfds, 0);
             return 1;
         }
         if (pid < 0)
             zygote_report(parked.report, id, i, -1, errno);
-        else
-            pspawn_go_swap(&w->go[i], GO_RUN);
+        else if (!(w->flags & REQ_LAUNCHER_GO))
+            pspawn_go_swap(&go->go[i], GO_RUN);
     }
-    zygote_drop_request(base, size, fds, nfds);
+    zygote_drop_request(base, size, go, fds, nfds);
     zygote_report(parked.report, id, PSPAWN_REPORT_DONE, (int32_t)ntasks, 0);
     return 0;
 }
@@ -55,16 +55,17 @@ struct task_start zygote_serve(void)
     for (;;) {
         struct request_msg msg = { 0 };
         void *base;
+        struct wire_go *go;
         int fds[ZYGOTE_MSG_FDS], nfds;
         zygote_wait(parked.sock, -1, -1);
-        int r = zygote_recv_request(parked.sock, &msg, &base, fds, &nfds);
+        int r = zygote_recv_request(parked.sock, &msg, &base, &go, fds, &nfds);
         if (r == 0)
             zygote_exit(0);     /* the launcher hung up */
         if (r < 0) {
             zygote_report(parked.report, msg.id, PSPAWN_REPORT_DONE, 0, REFUSE_MALFORMED);
             continue;
         }
-        close(fds[0]);  /* the memfd: mapped */
+        close(fds[0]);  /* the memfd: read */
         if (msg.magic == PSPAWN_FANOUT_MAGIC) {
             int sub = zygote_fanout(base, msg.size, fds + 1, nfds - 1, 0);
             munmap(base, msg.size);
@@ -72,8 +73,10 @@ struct task_start zygote_serve(void)
                 zygote_send_ready(parked.sock, ZYGOTE_PARKED, parked.group);
             continue;
         }
+        close(fds[1]);  /* the go block: mapped */
         struct task_start ts;
-        if (serve_request(base, msg.size, msg.id, fds + 1, nfds - 1, &ts))
+        if (serve_request(base, msg.size, go, msg.id, fds + ZYGOTE_REQ_HEAD,
+                          nfds - ZYGOTE_REQ_HEAD, &ts))
             return ts;
     }
 }

@@ -94,16 +94,17 @@ static int forward(struct client *c, int g, const struct request_msg *msg, int *
     return 0;
 }
 
-/* Serve stand-in C's request (MSG, the memfd mapped at BASE and open in
- * FDS[0], then the fds it passes): fork its task as our own child.
- * Returns 1 in the task, 0 here, -1 when C is done with. */
-static int serve_one(struct client *c, const struct request_msg *msg, char *base, int *fds,
-                     int nfds, struct task_start *ts)
+/* Serve stand-in C's request (MSG, our copy of it at BASE, its go block
+ * GO, and FDS as zygote_recv_request gives them): fork its task as our
+ * own child.  Returns 1 in the task, 0 here, -1 when C is done with. */
+static int serve_one(struct client *c, const struct request_msg *msg, char *base,
+                     struct wire_go *go, int *fds, int nfds, struct task_start *ts)
 {
     const struct wire_request *w = (const struct wire_request *)base;
     struct child_setup tmpl;
     int detail = 0, err = 0, errpipe[2] = { -1, -1 };
     close(fds[0]);
+    close(fds[1]);
     if (msg->size < sizeof *w || w->ntasks != 1 ||
         !pspawn_tokens_equal(w->token, parked.token, PSPAWN_TOKEN_LEN))
         err = EPERM;
@@ -111,7 +112,8 @@ static int serve_one(struct client *c, const struct request_msg *msg, char *base
         err = errno;
     else {
         const int chan[2] = { errpipe[1], -1 };
-        if (zygote_parse_request(base, msg->size, fds + 1, nfds - 1, chan, &tmpl, &detail))
+        if (zygote_parse_request(base, msg->size, fds + ZYGOTE_REQ_HEAD, nfds - ZYGOTE_REQ_HEAD,
+                                 chan, &tmpl, &detail))
             err = EINVAL;
     }
     pid_t pid = -1;
@@ -120,7 +122,8 @@ static int serve_one(struct client *c, const struct request_msg *msg, char *base
         if (pid == 0) {
             close(errpipe[0]);
             close_serving_fds();
-            *ts = zygote_task_main(base, msg->size, msg->id, 0, &tmpl, nfds - 1, 1);
+            *ts = zygote_task_main(base, msg->size, go, msg->id, 0, &tmpl,
+                                   nfds - ZYGOTE_REQ_HEAD, 1);
             return 1;
         }
         if (pid < 0)
@@ -138,9 +141,7 @@ static int serve_one(struct client *c, const struct request_msg *msg, char *base
     }
     if (errpipe[0] >= 0)
         close(errpipe[0]);
-    for (int i = 1; i < nfds; i++)
-        close(fds[i]);
-    munmap(base, msg->size);
+    zygote_drop_request(base, msg->size, go, fds + ZYGOTE_REQ_HEAD, nfds - ZYGOTE_REQ_HEAD);
     if (err) {
         standin_reply(c->fd, STANDIN_FAILED, -1, err);
         return -1;
@@ -156,17 +157,22 @@ static int standin_request(struct client *c, struct task_start *ts)
 {
     struct request_msg msg = { 0 };
     void *base;
+    struct wire_go *go;
     int fds[ZYGOTE_MSG_FDS], nfds;
-    int r = zygote_recv_request(c->fd, &msg, &base, fds, &nfds);
+    int r = zygote_recv_request(c->fd, &msg, &base, &go, fds, &nfds);
+    if (r > 0 && msg.magic != PSPAWN_MAGIC) {   /* only the launcher fans out */
+        zygote_drop_request(base, msg.size, go, fds, nfds);
+        r = -1;
+    }
     if (r <= 0)
         return r == 0 ? -1 : (standin_reply(c->fd, STANDIN_FAILED, -1, EINVAL), 0);
     const unsigned char *cpus = parked.ngroups > 1 ? request_cpus(base, msg.size) : NULL;
     int g = cpus ? zygote_group_of(cpus) : 0;
     if (g > 0 && forward(c, g, &msg, fds, nfds) == 0) {
-        zygote_drop_request(base, msg.size, fds, nfds);
+        zygote_drop_request(base, msg.size, go, fds, nfds);
         return 2;
     }
-    return serve_one(c, &msg, base, fds, nfds, ts);
+    return serve_one(c, &msg, base, go, fds, nfds, ts);
 }
 
 /* A sub-zygote: a stand-in the root forwarded.  Returns 1 in its task, 0
@@ -175,18 +181,24 @@ static int forwarded_request(struct task_start *ts)
 {
     struct request_msg msg = { 0 };
     void *base;
+    struct wire_go *go;
     int conn, fds[ZYGOTE_MSG_FDS], nfds;
-    int r = zygote_recv_forwarded(parked.sock, &msg, &conn, &base, fds, &nfds);
+    int r = zygote_recv_forwarded(parked.sock, &msg, &conn, &base, &go, fds, &nfds);
     if (r <= 0)
         return r == 0 ? -1 : 0;
+    if (msg.magic != PSPAWN_MAGIC) {
+        close(conn);
+        zygote_drop_request(base, msg.size, go, fds, nfds);
+        return 0;
+    }
     if (standin.n >= MAX_CLIENTS) {
         close(conn);
-        zygote_drop_request(base, msg.size, fds, nfds);
+        zygote_drop_request(base, msg.size, go, fds, nfds);
         return 0;
     }
     struct client *c = &standin.c[standin.n++];
     *c = (struct client){ conn, 0 };
-    int rr = serve_one(c, &msg, base, fds, nfds, ts);
+    int rr = serve_one(c, &msg, base, go, fds, nfds, ts);
     if (rr == 1)
         return 1;
     if (rr < 0) {
@@ -204,14 +216,15 @@ static int await_fanout(void)
         return 0;
     struct request_msg msg = { 0 };
     void *base;
+    struct wire_go *go;
     int fds[ZYGOTE_MSG_FDS], nfds;
-    if (zygote_recv_request(parked.sock, &msg, &base, fds, &nfds) <= 0)
+    if (zygote_recv_request(parked.sock, &msg, &base, &go, fds, &nfds) <= 0)
         return 0;
     close(fds[0]);
     int sub = msg.magic == PSPAWN_FANOUT_MAGIC &&
               zygote_fanout(base, msg.size, fds + 1, nfds - 1, 1);
     if (msg.magic != PSPAWN_FANOUT_MAGIC)
-        zygote_drop_request(base, msg.size, fds + 1, nfds - 1);
+        zygote_drop_request(base, msg.size, go, fds + 1, nfds - 1);
     else
         munmap(base, msg.size);
     return sub;

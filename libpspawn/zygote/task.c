@@ -156,14 +156,16 @@ static int standin_gone(const void *arg)
 
 /* Wait for go[INDEX]; a task cancelled, or whose launcher died before
  * releasing it, never ran: it ends here. */
-static void wait_go(struct wire_request *w, uint32_t index, int standin)
+static void wait_go(const struct wire_request *w, struct wire_go *go, uint32_t index,
+                    int standin)
 {
-    if (pspawn_go_wait(&w->go[index], standin ? standin_gone : launcher_gone, w) != GO_RUN)
+    if (pspawn_go_wait(&go->go[index], standin ? standin_gone : launcher_gone, w) != GO_RUN)
         _exit(127);
 }
 
-struct task_start zygote_task_main(char *base, size_t size, uint32_t id, uint32_t index,
-                                   struct child_setup *tmpl, int nfds, int standin)
+struct task_start zygote_task_main(char *base, size_t size, struct wire_go *go, uint32_t id,
+                                   uint32_t index, struct child_setup *tmpl, int nfds,
+                                   int standin)
 {
     struct wire_request *w = (struct wire_request *)base;
     const struct wire_task *t = (const struct wire_task *)(base + w->tasks) + index;
@@ -197,7 +199,7 @@ struct task_start zygote_task_main(char *base, size_t size, uint32_t id, uint32_
         }
         if (w->flags & REQ_HOLD) {
             close(report_fd);   /* the zygote's read ends: it replies */
-            wait_go(w, index, 1);
+            wait_go(w, go, index, 1);
             /* Moving a task into another cpuset cgroup resets its CPU
              * affinity to that cgroup's: bind it again. */
             const unsigned char *aff = t->has_cpuset ? t->cpuset
@@ -209,7 +211,7 @@ struct task_start zygote_task_main(char *base, size_t size, uint32_t id, uint32_
         zygote_report(report_fd, id, index, (int32_t)getpid(), err);
         if (err)
             _exit(127);
-        wait_go(w, index, 0);
+        wait_go(w, go, index, 0);
     }
 
     prefault_text();
@@ -219,6 +221,7 @@ struct task_start zygote_task_main(char *base, size_t size, uint32_t id, uint32_
     uint64_t sigmask = w->sigmask;
     size_t strings_len = t->strings_len, env_len = t->env_len;
     munmap((void *)base, size);
+    munmap(go, sizeof *go);
 
     environ = ts.envp;
     program_invocation_name = ts.argc > 0 ? ts.argv[0] : (char *)"";

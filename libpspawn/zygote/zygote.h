@@ -143,27 +143,38 @@ void zygote_report(int fd, uint32_t req, uint32_t index, int32_t pid, int32_t er
 /* In a new task: become what exec would have made, then return the
  * arguments of main().  STANDIN: the task is our own child (stand-in
  * mode), not the launcher's. */
-struct task_start zygote_task_main(char *base, size_t size, uint32_t id, uint32_t index,
-                                   struct child_setup *tmpl, int nfds, int standin);
+struct task_start zygote_task_main(char *base, size_t size, struct wire_go *go, uint32_t id,
+                                   uint32_t index, struct child_setup *tmpl, int nfds,
+                                   int standin);
 
 /* parse.c */
-/* Receive one request or fan-out message: its header, its memfd mapped
- * (*BASE) and left open in FDS[0], then the fds it passes (up to
- * ZYGOTE_MSG_FDS in all).  Returns 1, 0 on end of file, -1 on a malformed
- * message (its fds closed). */
-int zygote_recv_request(int sock, struct request_msg *msg, void **base, int *fds, int *nfds);
+/* The fds of a request message before those its tasks take: its memfd
+ * and its go block's (a fan-out message has only its memfd). */
+#define ZYGOTE_REQ_HEAD 2
+/* Receive one request or fan-out message (up to ZYGOTE_MSG_FDS fds).
+ *   request: *BASE is our private copy of its memfd (what was checked is
+ *            what is used), *GO its go block, mapped shared; FDS: the
+ *            memfd, the go block's fd, then the fds the tasks take.
+ *   fan-out: *BASE is its memfd mapped shared (the maker of each group
+ *            writes its pid there), *GO is NULL; FDS: the memfd, then
+ *            the fds it passes.
+ * Both memfds must be sealed against resizing and as big as the message
+ * says.  Returns 1, 0 on end of file, -1 on a malformed message (its fds
+ * closed). */
+int zygote_recv_request(int sock, struct request_msg *msg, void **base, struct wire_go **go,
+                        int *fds, int *nfds);
 /* The same for a message whose first fd is another socket (a stand-in's
  * connection forwarded by the root): *CONN gets it. */
-int zygote_recv_forwarded(int sock, struct request_msg *msg, int *conn, void **base, int *fds,
-                          int *nfds);
+int zygote_recv_forwarded(int sock, struct request_msg *msg, int *conn, void **base,
+                          struct wire_go **go, int *fds, int *nfds);
 /* Check a request and turn it into the setup every task of it starts
  * from.  CHAN are the caller's two channels, which tasks must not lose
  * during their fd shuffle.  Returns 0, or a request_refusal (detail in
  * *DETAIL). */
 int zygote_parse_request(const char *base, size_t size, int *fds, int nfds, const int chan[2],
                          struct child_setup *tmpl, int *detail);
-/* Let go of a request's memfd mapping and passed fds. */
-void zygote_drop_request(void *base, size_t size, int *fds, int nfds);
+/* Let go of a request's copy, its go block (if GO) and its fds. */
+void zygote_drop_request(void *base, size_t size, struct wire_go *go, int *fds, int nfds);
 
 /* serve.c: direct mode, until the launcher hangs up (then exits). */
 struct task_start zygote_serve(void);
