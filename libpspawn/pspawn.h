@@ -189,7 +189,9 @@ const char *pspawn_context_topology(const pspawn_context_t *ctx);
 
 /* How long to wait for the zygote to make progress before it is declared
  * hung, killed, and the requests in flight retried by exec.  Default 10000
- * ms, or PSPAWN_TIMEOUT (seconds, may be fractional) from the environment. */
+ * ms, or PSPAWN_TIMEOUT (seconds, may be fractional, more than 0 and at
+ * most 86400) from the environment: a context is not created (EINVAL)
+ * while PSPAWN_TIMEOUT is set to anything else. */
 void pspawn_context_set_timeout(pspawn_context_t *ctx, int timeout_ms);
 
 /* ---- the paper's calls ------------------------------------------------- */

@@ -212,3 +212,47 @@ tests_wire_hostile_SOURCES = tests/wire-hostile.c tests/tap.h
 tests_wire_hostile_LDADD = libpspawn/libpspawn-wire.la
 tests_wire_hostile_LDFLAGS = $(driver_link_flags)
 TESTS += tests/wire-hostile
+
+# The launcher's hardening: pidfds of pspawn_n_ex, E2BIG by the task's
+# stack limit, a changed session with setpgroup, failed clones exec'd,
+# PSPAWN_TIMEOUT.
+check_PROGRAMS += tests/hardening
+tests_hardening_SOURCES = tests/hardening.c tests/tap.h
+tests_hardening_LDADD = libpspawn/libpspawn.la
+tests_hardening_LDFLAGS = $(driver_link_flags)
+TESTS += tests/hardening
+
+# Zygote lifecycle (issue 19: an orphaned zygote, the terminal's signals,
+# the program and its libraries replaced on disk, constructor fds,
+# /proc/PID/environ): tests/lifecycle drives it through the API,
+# tests/lifecycle-standin.sh through the stand-in shim.  lifeprog is the
+# program launched (with lifelib, built again as lifelib2 to rename over
+# it, and statically as lifeprog-static to swap the program itself);
+# noinotify takes inotify away from a zygote.
+check_LTLIBRARIES += tests/liblifelib.la tests/liblifelib2.la tests/libnoinotify.la
+tests_libnoinotify_la_SOURCES = tests/noinotify.c
+tests_libnoinotify_la_CFLAGS = $(launched_cflags_common)
+tests_libnoinotify_la_LDFLAGS = -rpath $(abs_builddir)/tests/.libs -avoid-version
+tests_liblifelib_la_SOURCES = tests/lifelib.c
+tests_liblifelib_la_CFLAGS = $(launched_cflags_common)
+tests_liblifelib_la_LDFLAGS = -rpath $(abs_builddir)/tests/.libs -avoid-version
+tests_liblifelib2_la_SOURCES = tests/lifelib.c
+tests_liblifelib2_la_CPPFLAGS = $(AM_CPPFLAGS) -DLIFELIB_VERSION=2
+tests_liblifelib2_la_CFLAGS = $(launched_cflags_common)
+tests_liblifelib2_la_LDFLAGS = -rpath $(abs_builddir)/tests/.libs -avoid-version
+
+check_PROGRAMS += tests/lifeprog tests/lifeprog-static tests/lifecycle
+tests_lifeprog_SOURCES = tests/lifeprog.c
+tests_lifeprog_CFLAGS = $(launched_cflags_common)
+# DT_RUNPATH, which LD_LIBRARY_PATH overrides: the test renames a copy.
+tests_lifeprog_LDFLAGS = -no-install -Wl,--enable-new-dtags
+tests_lifeprog_LDADD = tests/liblifelib.la
+tests_lifeprog_static_SOURCES = tests/lifeprog.c tests/lifelib.c
+tests_lifeprog_static_CFLAGS = $(launched_cflags_common)
+tests_lifeprog_static_LDFLAGS = -all-static
+tests_lifecycle_SOURCES = tests/lifecycle.c tests/tap.h
+tests_lifecycle_LDADD = libpspawn/libpspawn.la -ldl
+tests_lifecycle_LDFLAGS = $(driver_link_flags)
+
+TESTS += tests/lifecycle tests/lifecycle-standin.sh
+EXTRA_DIST += tests/lifecycle-standin.sh

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "options.h"
 #include "pspawn.h"
 
 static void usage(FILE *f)
@@ -198,6 +199,14 @@ int cli_parse(int argc, char **argv, struct cli_options *o)
     }
     if (optind >= argc) {
         usage(stderr);
+        return -2;
+    }
+    /* libpspawn refuses to start a zygote with it: say which and why. */
+    const char *tmo = getenv("PSPAWN_TIMEOUT");
+    int ms;
+    if (tmo && *tmo && pspawn_timeout_parse(tmo, &ms)) {
+        fprintf(stderr, "%s: invalid PSPAWN_TIMEOUT '%s': seconds, more than 0 and at most "
+                "86400\n", progname, tmo);
         return -2;
     }
     return optind;

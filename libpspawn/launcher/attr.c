@@ -210,6 +210,14 @@ int pspawn_attr_setpidhook(pspawn_attr_t *attr, pspawn_pid_hook_t hook, void *ar
     return 0;
 }
 
+uint64_t pspawn_call_stack_limit(const struct call *c)
+{
+    for (int i = 0; i < c->nrlimits; i++)
+        if (c->rlimits[i].resource == RLIMIT_STACK)
+            return c->rlimits[i].cur;
+    return RLIM_INFINITY;
+}
+
 static int source_index(struct call *c, int fd)
 {
     for (int i = 0; i < c->nfds; i++)

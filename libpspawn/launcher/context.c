@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -49,10 +50,9 @@ static int create(pspawn_context_t *ctx, const char *path, int core, char *const
     z->debug = pspawn_env_true("PSPAWN_DEBUG");
     z->timeout_ms = 10000;
     const char *t = getenv("PSPAWN_TIMEOUT");
-    if (t && *t) {
-        double s = strtod(t, NULL);
-        if (s > 0)
-            z->timeout_ms = (int)(s * 1000);
+    if (t && *t && pspawn_timeout_parse(t, &z->timeout_ms)) {
+        free(z);
+        return EINVAL;
     }
     int err = pspawn_program_inspect(&z->prog, path);
     if (err) {
@@ -201,11 +201,18 @@ int pspawn_n_ex(pid_t *pids, pspawn_context_t *ctx, int n, const pspawn_attr_t *
     pspawn_task_t *tasks = calloc(n ? (size_t)n : 1, sizeof *tasks);
     if (!tasks)
         return ENOMEM;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         tasks[i].argv = argv;
+        tasks[i].pid = -1;
+        tasks[i].pidfd = -1;
+    }
     int err = pspawn_vector(ctx, tasks, (size_t)n, attr, envp);
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         pids[i] = tasks[i].pid;
+        /* PSPAWN_PIDFD set in ATTR: these calls return pids only. */
+        if (tasks[i].pidfd >= 0)
+            close(tasks[i].pidfd);
+    }
     free(tasks);
     return err;
 }

@@ -2,6 +2,7 @@
  * its zygote (the loader reads them before main, once, in the zygote). */
 #include "config.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,19 @@ const char *pspawn_loader_env_differs(const struct pspawn_zygote *z, char *const
     return pspawn_env_subset_differs(z->loader_env, envp, pspawn_loader_var, namelen);
 }
 
+/* FMT as a new string, or NULL (asprintf leaves its pointer undefined
+ * when it fails; pspawn_strv_complete needs a NULL there). */
+__attribute__((format(printf, 1, 2)))
+static char *format(const char *fmt, ...)
+{
+    char *s;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vasprintf(&s, fmt, ap);
+    va_end(ap);
+    return n < 0 ? NULL : s;
+}
+
 /* The zygote's environment: the caller's, with the proxy appended to its
  * LD_PRELOAD, lazy binding done at load, and the user's values of both
  * kept so the proxy can put them back before main. */
@@ -122,20 +136,20 @@ char **pspawn_zygote_environ(const char *const extra[], char *const base[], int 
                  slash ? (int)(slash - proxy + 1) : 0, proxy);
     }
     if (user_preload && *user_preload)
-        asprintf(&env[k++], "LD_PRELOAD=%s %s%s", user_preload, proxy, recorder);
+        env[k++] = format("LD_PRELOAD=%s %s%s", user_preload, proxy, recorder);
     else
-        asprintf(&env[k++], "LD_PRELOAD=%s%s", proxy, recorder);
-    asprintf(&env[k++], "LD_BIND_NOW=1");
+        env[k++] = format("LD_PRELOAD=%s%s", proxy, recorder);
+    env[k++] = strdup("LD_BIND_NOW=1");
     if (user_preload)
-        asprintf(&env[k++], PSPAWN_ENV_PRELOAD "=%s", user_preload);
+        env[k++] = format(PSPAWN_ENV_PRELOAD "=%s", user_preload);
     if (user_bindnow)
-        asprintf(&env[k++], PSPAWN_ENV_BINDNOW "=%s", user_bindnow);
-    asprintf(&env[k++], PSPAWN_ENV_PARENT "=%d", (int)getpid());
+        env[k++] = format(PSPAWN_ENV_BINDNOW "=%s", user_bindnow);
+    env[k++] = format(PSPAWN_ENV_PARENT "=%d", (int)getpid());
     struct pspawn_base start;
     char text[RLIM_NLIMITS * 44 + 64];
     pspawn_base_get(&start);
     if (pspawn_base_format(&start, text, sizeof text) == 0)
-        asprintf(&env[k++], PSPAWN_ENV_BASE "=%s", text);
+        env[k++] = format(PSPAWN_ENV_BASE "=%s", text);
     for (size_t i = 0; i < nextra; i++)
         if (*extra[i])
             env[k++] = strdup(extra[i]);

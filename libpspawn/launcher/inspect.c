@@ -6,8 +6,10 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -26,19 +28,56 @@
 #define BINPRM_BUF_SIZE 256
 #define MAX_ARG_STRLEN (32 * 4096)
 
-/* The checks execve(2) makes before it reads the file. */
-static int exec_permission(const char *path, struct stat *st)
+#ifndef SYS_faccessat2
+#define SYS_faccessat2 439
+#endif
+
+/* Open PATH once, as exec finds it (an O_PATH fd opens nothing but the
+ * name's file, whatever its type), and make on that fd the checks
+ * execve(2) makes before it reads the file.  Returns the fd, or -1 with
+ * errno as exec would set it. */
+static int open_exec(const char *path, struct stat *st)
 {
-    if (stat(path, st) < 0)
-        return errno;
-    if (!S_ISREG(st->st_mode))
-        return EACCES;
-    if (faccessat(AT_FDCWD, path, X_OK, AT_EACCESS) < 0)
-        return errno;
+    int fd = open(path, O_PATH | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int err = 0;
     struct statvfs vfs;
-    if (statvfs(path, &vfs) == 0 && (vfs.f_flag & ST_NOEXEC))
-        return EACCES;
-    return 0;
+    if (fstat(fd, st) < 0)
+        err = errno;
+    else if (!S_ISREG(st->st_mode))
+        err = EACCES;
+    else if (syscall(SYS_faccessat2, fd, "", X_OK, AT_EACCESS | AT_EMPTY_PATH) < 0 &&
+             (errno != ENOSYS || faccessat(AT_FDCWD, path, X_OK, AT_EACCESS) < 0))
+        err = errno;    /* ENOSYS: before Linux 5.8, by name */
+    else if (fstatvfs(fd, &vfs) == 0 && (vfs.f_flag & ST_NOEXEC))
+        err = EACCES;
+    if (err) {
+        close(fd);
+        errno = err;
+        return -1;
+    }
+    return fd;
+}
+
+/* FD's file, opened for reading: through its /proc/self/fd link (the same
+ * file whatever happens to its name), else by name if that is still the
+ * same file.  -1 if it cannot be read. */
+static int open_read(int fd, const char *path, const struct stat *st)
+{
+    char link[64];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    int r = open(link, O_RDONLY | O_CLOEXEC);
+    if (r >= 0 || errno != ENOENT)
+        return r;
+    struct stat now;
+    if ((r = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) < 0)
+        return -1;
+    if (fstat(r, &now) < 0 || now.st_dev != st->st_dev || now.st_ino != st->st_ino) {
+        close(r);
+        return -1;
+    }
+    return r;
 }
 
 /* Parse a #! line as binfmt_script does: interpreter, then at most one
@@ -109,34 +148,43 @@ static int inspect_elf(int fd, const unsigned char *buf, size_t len, const char 
     return 0;
 }
 
-static void note_setid(const char *path, const struct stat *st, const char **fallback)
+static void note_setid(int readfd, const char *path, const struct stat *st,
+                       const char **fallback)
 {
     if (*fallback)
         return;
     if ((st->st_mode & S_ISUID) || ((st->st_mode & S_ISGID) && (st->st_mode & S_IXGRP)))
         *fallback = "set-user-ID or set-group-ID binary: exec changes credentials, a fork cannot";
-    else if (getxattr(path, "security.capability", NULL, 0) > 0)
+    else if ((readfd >= 0 ? fgetxattr(readfd, "security.capability", NULL, 0)
+                          : getxattr(path, "security.capability", NULL, 0)) > 0)
         *fallback = "binary has file capabilities: exec grants them, a fork cannot";
 }
 
-int pspawn_program_inspect(struct program *p, const char *path)
+/* Each file is opened once and everything about it is read from that fd;
+ * the ELF the kernel loads stays open in *EXE_FD (an O_PATH fd, which exec
+ * takes), if asked for, so that what runs is what was inspected. */
+int pspawn_program_open(struct program *p, const char *path, int *exe_fd)
 {
     memset(p, 0, sizeof *p);
     const char *cur = path;
-    int err = 0;
+    int err = 0, fd = -1;
+    if (exe_fd)
+        *exe_fd = -1;
     p->path = strdup(path);
     if (!p->path)
         return ENOMEM;
     for (int depth = 0;; depth++) {
         struct stat st;
-        if ((err = exec_permission(cur, &st)))
+        if ((fd = open_exec(cur, &st)) < 0) {
+            err = errno;
             goto fail;
+        }
         if (depth == 0)
             p->st_path = st;
         p->st_exe = st;
-        note_setid(cur, &st, &p->fallback);
-        int fd = open(cur, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) {
+        int rfd = open_read(fd, cur, &st);
+        note_setid(rfd, cur, &st, &p->fallback);
+        if (rfd < 0) {
             /* Executable but not readable: exec can, we cannot look. */
             if (!p->fallback)
                 p->fallback = "program is not readable: cannot inspect it";
@@ -144,12 +192,14 @@ int pspawn_program_inspect(struct program *p, const char *path)
             break;
         }
         unsigned char buf[BINPRM_BUF_SIZE + 1];
-        ssize_t len = pread(fd, buf, BINPRM_BUF_SIZE, 0);
+        ssize_t len = pread(rfd, buf, BINPRM_BUF_SIZE, 0);
         if (len < 0)
             len = 0;
         buf[len] = 0;
         if (len >= 2 && buf[0] == '#' && buf[1] == '!') {
+            close(rfd);
             close(fd);
+            fd = -1;
             char *interp, *arg;
             if (depth >= PSPAWN_MAX_INTERP) {
                 err = ELOOP;
@@ -168,8 +218,8 @@ int pspawn_program_inspect(struct program *p, const char *path)
             cur = p->interp_argv[0];
             continue;
         }
-        err = inspect_elf(fd, buf, (size_t)len, &p->fallback);
-        close(fd);
+        err = inspect_elf(rfd, buf, (size_t)len, &p->fallback);
+        close(rfd);
         if (err)
             goto fail;
         p->exe = strdup(cur);
@@ -179,10 +229,21 @@ int pspawn_program_inspect(struct program *p, const char *path)
         err = ENOMEM;
         goto fail;
     }
+    if (exe_fd)
+        *exe_fd = fd;
+    else
+        close(fd);
     return 0;
 fail:
+    if (fd >= 0)
+        close(fd);
     pspawn_program_free(p);
     return err;
+}
+
+int pspawn_program_inspect(struct program *p, const char *path)
+{
+    return pspawn_program_open(p, path, NULL);
 }
 
 void pspawn_program_free(struct program *p)
@@ -204,6 +265,18 @@ static int same_file(const struct stat *a, const struct stat *b)
            a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
 }
 
+int pspawn_program_same(const struct program *a, const struct program *b)
+{
+    if (!same_file(&a->st_path, &b->st_path) || !same_file(&a->st_exe, &b->st_exe) ||
+        a->ninterp != b->ninterp || a->fallback != b->fallback || !a->exe || !b->exe ||
+        strcmp(a->exe, b->exe) != 0)
+        return 0;
+    for (int i = 0; i < a->ninterp; i++)
+        if (strcmp(a->interp_argv[i], b->interp_argv[i]) != 0)
+            return 0;
+    return 1;
+}
+
 int pspawn_program_changed(const struct program *p)
 {
     struct stat st;
@@ -218,13 +291,14 @@ int pspawn_program_changed(const struct program *p)
  * copy_strings): each string at most MAX_ARG_STRLEN, and all strings plus
  * the pointers to them within a quarter of the stack limit (at most 3/4 of
  * _STK_LIM, at least ARG_MAX). */
-int pspawn_args_too_big(const char *filename, char *const argv[], char *const envp[])
+int pspawn_args_too_big(const char *filename, char *const argv[], char *const envp[],
+                        uint64_t stack_limit)
 {
-    struct rlimit rl;
+    /* The kernel allows a quarter of the stack limit the new program has
+     * (the task's, which its attributes may set), capped at 6 MiB. */
     unsigned long limit = 6UL << 20;
-    if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-        rl.rlim_cur / 4 < limit)
-        limit = rl.rlim_cur / 4;
+    if (stack_limit != RLIM_INFINITY && stack_limit / 4 < limit)
+        limit = (unsigned long)(stack_limit / 4);
     if (limit < 128UL * 1024)
         limit = 128UL * 1024;
     unsigned long argc = 0, envc = 0, bytes = strlen(filename) + 1;

@@ -185,10 +185,20 @@ int pspawn_call_init(struct call *c, const pspawn_attr_t *attr,
 
 /* inspect.c */
 int pspawn_program_inspect(struct program *p, const char *path);
+/* As pspawn_program_inspect, each file opened once and checked on that
+ * fd; the ELF the kernel would load stays open in *EXE_FD (an O_PATH fd,
+ * which exec takes) if EXE_FD is not NULL. */
+int pspawn_program_open(struct program *p, const char *path, int *exe_fd);
+/* Whether A and B are the same program (files, interpreter words). */
+int pspawn_program_same(const struct program *a, const struct program *b);
 void pspawn_program_free(struct program *p);
 int pspawn_program_changed(const struct program *p);
+/* E2BIG if execve would refuse ARGV and ENVP for a program whose
+ * RLIMIT_STACK is STACK_LIMIT (its soft limit), else 0. */
 int pspawn_args_too_big(const char *filename, char *const argv[],
-                        char *const envp[]);
+                        char *const envp[], uint64_t stack_limit);
+/* The soft RLIMIT_STACK a task of call C starts with. */
+uint64_t pspawn_call_stack_limit(const struct call *c);
 
 /* exec.c: a plain exec of task INDEX of a call with the call's
  * attributes (and its pid hook, if any). */

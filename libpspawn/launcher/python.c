@@ -48,9 +48,11 @@ int pspawn_python_start(const struct pspawn_options *o, const struct program *pr
     const char *first = kind == PSPAWN_PY_SCRIPT ? cmd[end]
                         : kind == PSPAWN_PY_COMMAND ? "-c"
                         : kind == PSPAWN_PY_MODULE ? "-m" : "";
+    /* asprintf leaves its pointer undefined when it fails */
     if (!(ps->argv = copy_argv(cmd, end)) ||
-        asprintf(&ps->first_var, PSPAWN_ENV_PYTHON "=%s", first) < 0 ||
-        (o->modules[0] && asprintf(&ps->modules_var, PSPAWN_ENV_MODULES "=%s", o->modules) < 0)) {
+        (asprintf(&ps->first_var, PSPAWN_ENV_PYTHON "=%s", first) < 0 && !(ps->first_var = NULL)) ||
+        (o->modules[0] && asprintf(&ps->modules_var, PSPAWN_ENV_MODULES "=%s", o->modules) < 0 &&
+         !(ps->modules_var = NULL))) {
         pspawn_python_start_free(ps);
         return ENOMEM;
     }

@@ -167,13 +167,21 @@ static void take_report(struct batch *b, const struct task_report *r)
         return;
     o->seen[r->index] = 1;
     o->reported++;
-    pspawn_task_t *t = &b->tasks[o->idx[r->index]];
-    b->state[o->idx[r->index]] = T_DONE;
+    size_t i = o->idx[r->index];
+    pspawn_task_t *t = &b->tasks[i];
+    b->state[i] = T_DONE;
+    if (r->err && r->pid <= 0) {
+        /* The zygote could not clone it (EAGAIN, ENOMEM: the zygote's own
+         * limits or memory): no task exists, an exec may still make one. */
+        b->state[i] = T_EXEC;
+        pspawn_fallback(b->z, 0, "task %zu: the zygote could not create it (%s)", i,
+                        strerror(r->err));
+        return;
+    }
     if (r->err) {
         /* The task failed its own setup (as the exec path would have) and
          * exits at once: reap it, the caller never sees its pid. */
-        if (r->pid > 0)
-            reap(r->pid);
+        reap(r->pid);
         t->error = r->err;
         return;
     }
@@ -187,7 +195,7 @@ static void take_report(struct batch *b, const struct task_report *r)
     /* The caller has the pid before the task runs (REQ_LAUNCHER_GO). */
     const struct pspawn_attr_impl *a = b->c->attr;
     if (a && a->pid_hook) {
-        a->pid_hook(a->pid_hook_arg, o->idx[r->index], r->pid);
+        a->pid_hook(a->pid_hook_arg, i, r->pid);
         pspawn_go_swap(&o->req.go->go[r->index], GO_RUN);
     }
 }
@@ -315,6 +323,8 @@ static void server_gone(struct batch *b, int s, int kill_it, const char *why)
                 b->cancelled[b->ncancelled++] = pid;
         }
     }
+    /* pspawn_server_lost may have learnt better why (its exit status). */
+    why = z->servers[s].why;
     if (z->fallback)
         pspawn_fallback(z, 1, "%s", why);
     else

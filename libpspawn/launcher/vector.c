@@ -54,7 +54,8 @@ static char ***script_argvs(struct batch *b)
             v[i][k++] = argv[j];
         /* exec fails if the rewritten list is too big, too */
         if (!b->tasks[i].error && b->state[i] != T_DONE &&
-            (b->tasks[i].error = pspawn_args_too_big(p->exe, v[i], task_envp(b, i))))
+            (b->tasks[i].error = pspawn_args_too_big(p->exe, v[i], task_envp(b, i),
+                                                     pspawn_call_stack_limit(b->c))))
             b->state[i] = T_DONE;
     }
     return v;
@@ -68,6 +69,7 @@ int pspawn_run_vector(struct pspawn_zygote *z, pspawn_task_t *tasks, size_t n,
     if (!b.state)
         return ENOMEM;
     int first_err = 0;
+    uint64_t stack_limit = pspawn_call_stack_limit(c);
     for (size_t i = 0; i < n; i++) {
         tasks[i].pid = -1;
         tasks[i].pidfd = -1;
@@ -75,7 +77,8 @@ int pspawn_run_vector(struct pspawn_zygote *z, pspawn_task_t *tasks, size_t n,
         if (!tasks[i].argv)
             tasks[i].error = EINVAL;
         else
-            tasks[i].error = pspawn_args_too_big(z->prog.path, tasks[i].argv, task_envp(&b, i));
+            tasks[i].error = pspawn_args_too_big(z->prog.path, tasks[i].argv, task_envp(&b, i),
+                                                 stack_limit);
         if (tasks[i].error)
             b.state[i] = T_DONE;
     }
@@ -104,15 +107,15 @@ int pspawn_run_vector(struct pspawn_zygote *z, pspawn_task_t *tasks, size_t n,
     }
     /* A task starts in its caller's process group and session, as after
      * exec; a clone of the zygote starts in the zygote's, the caller's
-     * when the zygote started.  It can join a group of that session, not
-     * another session. */
-    if (use_zygote && !(c->flags & (REQ_SETSID | REQ_SETPGROUP))) {
+     * when the zygote started.  It can join a group of that session, or
+     * make one there (setpgroup), not get into another session. */
+    if (use_zygote && !(c->flags & REQ_SETSID)) {
         pid_t pg = getpgrp();
         if (getsid(0) != z->sid) {
             pspawn_fallback(z, 0, "the caller is in another session than when the zygote "
                             "started: a clone of the zygote cannot join it");
             use_zygote = 0;
-        } else if (pg != z->pgid) {
+        } else if (!(c->flags & REQ_SETPGROUP) && pg != z->pgid) {
             b.pgroup = pg;
         }
     }

@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <limits.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -122,13 +123,16 @@ void pspawn_server_lost(struct pspawn_zygote *z, int s, int kill_it, const char 
         close(sv->sock);
     sv->sock = -1;
     if (sv->pid > 0) {
-        int st, reap = 1;
+        int st = 0, reap = 1;
         if (kill_it && pspawn_signal_server(sv, SIGKILL) != 0 && sv->pidfd >= 0) {
             struct pollfd p = { sv->pidfd, POLLIN, 0 };
             reap = poll(&p, 1, z->timeout_ms) == 1;
         }
-        if (reap)
-            reap_server(sv, &st);
+        if (reap && reap_server(sv, &st) && WIFEXITED(st) &&
+            WEXITSTATUS(st) == ZYGOTE_EXIT_STALE && sv->state == SERVER_READY) {
+            why = "a library it loaded was replaced on disk";
+            pspawn_debug(z, "zygote %d exited: %s (exec from now on)", (int)sv->pid, why);
+        }
         sv->pid = -1;
     }
     close_server(sv);
@@ -166,8 +170,20 @@ void pspawn_zygote_refusal(char *buf, size_t size, int status, int detail)
 {
     switch (status) {
     case ZYGOTE_THREADED:
-        snprintf(buf, size, "zygote has %d threads at main (a constructor started a thread; "
-                 "fork would copy only one)", detail);
+        if (detail > 1)
+            snprintf(buf, size, "zygote has %d threads at main (a constructor started a thread; "
+                     "fork would copy only one)", detail);
+        else if (detail == -EINVAL)
+            snprintf(buf, size, "zygote has more than one thread at main (a constructor started "
+                     "a thread; fork would copy only one; no /proc to count them)");
+        else
+            snprintf(buf, size, "cannot tell whether the zygote has threads at main (no "
+                     "/proc/self/task, and unshare(CLONE_THREAD) failed: %s)",
+                     strerror(detail < 0 ? -detail : EINVAL));
+        break;
+    case ZYGOTE_TOO_MANY_FDS:
+        snprintf(buf, size, "the program's constructors left %d fds open, more than a zygote "
+                 "keeps for its tasks", detail);
         break;
     case ZYGOTE_POSIX_TIMERS:
         snprintf(buf, size, "zygote has POSIX timers at main (%d: a constructor called "
@@ -201,18 +217,99 @@ int pspawn_start_timeout_ms(const struct pspawn_zygote *z)
 }
 
 
-int pspawn_zygote_exec(const struct zygote_exec *x, pid_t *pid)
+/* To join internal.h (inspect.c): inspect PATH on one fd each file, and
+ * keep the ELF exec loads open (O_PATH) in *EXE_FD; whether A and B are
+ * the same program, file for file. */
+
+/* Where the program's fd goes in the zygote: below its channels (and the
+ * cgroup fd an exec'd sub-zygote gets at 1021), far from the numbers a
+ * constructor would get. */
+static int exec_fd_number(const struct zygote_exec *x)
 {
-    char **env = pspawn_zygote_environ(x->extra_env, x->base_env, x->record);
-    if (!env)
+    struct rlimit rl;
+    int at = 1024;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 1024)
+        at = (int)rl.rlim_cur;
+    for (at -= 4; at > 2; at--) {
+        int taken = 0;
+        for (int i = 0; i < x->nfds; i++)
+            taken |= x->at[i] == at;
+        if (!taken)
+            return at;
+    }
+    return -1;
+}
+
+/* The zygote is exec'd from the fd its program was inspected on (a script's
+ * interpreter's, with the words the kernel would have put before the
+ * script's path): what was checked (not set-user-ID, dynamic...) is what
+ * runs, whatever happens to the path meanwhile.  The fd goes in at a fixed
+ * number and the kernel is given its /proc/self/fd link (a #! script
+ * exec'd from a close-on-exec fd could not open itself; an interpreter
+ * exec'd from it needs no such thing); the zygote learns the path it
+ * stands for from PSPAWN_ENV_EXEC.  EXPECT, if not NULL, is the program as
+ * inspected before: another one now is ESTALE. */
+static int zygote_exec(const struct zygote_exec *x, const struct program *expect, pid_t *pid)
+{
+    struct program prog;
+    int exe_fd = -1;
+    int err = pspawn_program_open(&prog, x->path, &exe_fd);
+    if (err)
+        return err;
+    if (exe_fd < 0 || prog.fallback || (expect && !pspawn_program_same(expect, &prog))) {
+        if (exe_fd >= 0)
+            close(exe_fd);
+        pspawn_program_free(&prog);
+        return ESTALE;
+    }
+    int at = exec_fd_number(x);
+    char exec_var[PATH_MAX + 64], link[64];
+    const char *path = x->path;
+    char *const *argv = x->argv;
+    char *script_argv[2 * PSPAWN_MAX_INTERP + 2];
+    if (at >= 0 && access("/proc/self/fd", X_OK) == 0) {
+        snprintf(link, sizeof link, "/proc/self/fd/%d", at);
+        snprintf(exec_var, sizeof exec_var, PSPAWN_ENV_EXEC "=%d:%s", at, x->path);
+        path = link;
+        if (prog.ninterp) {
+            int k = 0;
+            for (int i = 0; i < prog.ninterp; i++)
+                script_argv[k++] = prog.interp_argv[i];
+            script_argv[k++] = (char *)x->path;
+            script_argv[k] = NULL;
+            argv = script_argv;
+        }
+    } else {
+        /* No /proc: by path, as the kernel finds it now. */
+        at = -1;
+        exec_var[0] = 0;
+    }
+    size_t nextra = 0;
+    while (x->extra_env && x->extra_env[nextra])
+        nextra++;
+    const char **extra = calloc(nextra + 2, sizeof *extra);
+    char **env = NULL;
+    if (extra) {
+        extra[0] = exec_var;
+        for (size_t i = 0; i < nextra; i++)
+            extra[i + 1] = x->extra_env[i];
+        env = pspawn_zygote_environ(extra, x->base_env, x->record);
+        free(extra);
+    }
+    if (!env) {
+        close(exe_fd);
+        pspawn_program_free(&prog);
         return ENOMEM;
+    }
     /* Stdio: the caller's 0-2 where open, or /dev/null (a stand-in's
      * zygote must not hold its task's pipes open). */
-    struct child_action actions[3 + ZYGOTE_EXEC_FDS];
-    int fds[3 + ZYGOTE_EXEC_FDS], nfds = 0, nact = 0, null = -1;
+    struct child_action actions[4 + ZYGOTE_EXEC_FDS];
+    int fds[4 + ZYGOTE_EXEC_FDS], nfds = 0, nact = 0, null = -1;
     if (x->null_stdio && (null = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0) {
         int e = errno;
         pspawn_strv_free(env);
+        close(exe_fd);
+        pspawn_program_free(&prog);
         return e;
     }
     for (int fd = 0; fd <= 2; fd++)
@@ -224,6 +321,10 @@ int pspawn_zygote_exec(const struct zygote_exec *x, pid_t *pid)
         fds[nfds] = x->fds[i];
         actions[nact++] = (struct child_action){ FA_DUP2, x->at[i], nfds++, 0, 0, NULL };
     }
+    if (at >= 0) {
+        fds[nfds] = exe_fd;
+        actions[nact++] = (struct child_action){ FA_DUP2, at, nfds++, 0, 0, NULL };
+    }
     /* Every signal starts at its default and none is blocked, so that at
      * park time a non-default disposition is one a constructor set. */
     struct child_setup s = {
@@ -232,11 +333,18 @@ int pspawn_zygote_exec(const struct zygote_exec *x, pid_t *pid)
         .cpuset = x->cpuset,
     };
     char *path_only[] = { (char *)x->path, NULL };
-    int err = pspawn_exec_setup(pid, x->path, &s, 0, x->argv ? x->argv : path_only, env);
+    err = pspawn_exec_setup(pid, path, &s, 0, argv ? argv : path_only, env);
     pspawn_strv_free(env);
     if (null >= 0)
         close(null);
+    close(exe_fd);
+    pspawn_program_free(&prog);
     return err;
+}
+
+int pspawn_zygote_exec(const struct zygote_exec *x, pid_t *pid)
+{
+    return zygote_exec(x, NULL, pid);
 }
 
 int pspawn_zygote_await(int sock, pid_t pid, int timeout_ms, struct zygote_ready *r)
@@ -296,7 +404,7 @@ static int start_root(struct pspawn_zygote *z, int core, char *const envp[])
         .cpuset = core >= 0 ? cpuset : NULL,
     };
     pid_t pid;
-    int err = pspawn_zygote_exec(&x, &pid);
+    int err = zygote_exec(&x, &z->prog, &pid);
     close(sv[1]);
     close(rep[1]);
     if (err) {
@@ -304,14 +412,20 @@ static int start_root(struct pspawn_zygote *z, int core, char *const envp[])
         close(rep[0]);
         if (err == ENOMEM)
             return err;
-        pspawn_fallback(z, 1, "could not start the zygote: %s", strerror(err));
+        if (err == ESTALE)
+            pspawn_fallback(z, 1, "the program changed on disk since it was inspected");
+        else
+            pspawn_fallback(z, 1, "could not start the zygote: %s", strerror(err));
         return 0;
     }
     struct zygote_server *root = &z->servers[0];
     root->pid = pid;
     root->sock = sv[0];
     root->state = SERVER_STARTING;
-    z->pgid = getpgrp();
+    /* It leads a group of its own once parked (park.c), out of reach of
+     * the terminal's signals and of kill(0, ...): each task joins its
+     * caller's.  Our session. */
+    z->pgid = pid;
     z->sid = getsid(0);
     z->report_r = rep[0];
     root->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);

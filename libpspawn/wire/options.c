@@ -1,5 +1,6 @@
 #include "config.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,7 +79,8 @@ static int parse_item(struct pspawn_options *o, const char *item, size_t len, ch
             char num[16] = "";
             char *end = num;
             long n = 0;
-            if (vlen > 0 && vlen < sizeof num) {
+            /* Digits only: strtol would also take " 4" and "+4". */
+            if (vlen > 0 && vlen < sizeof num && strspn(v, "0123456789") >= vlen) {
                 memcpy(num, v, vlen);
                 n = strtol(num, &end, 10);
             }
@@ -219,5 +221,18 @@ int pspawn_options_format(const struct pspawn_options *o, char *buf, size_t size
             if (*c == ',' && c != buf + len)
                 *c = ':';
     }
+    return 0;
+}
+
+int pspawn_timeout_parse(const char *text, int *ms)
+{
+    char *end;
+    errno = 0;
+    double s = text ? strtod(text, &end) : 0;
+    /* !(s > 0) also refuses nan */
+    if (!text || end == text || *end || errno || !(s > 0) || s > 86400)
+        return EINVAL;
+    int v = (int)(s * 1000);
+    *ms = v > 0 ? v : 1;
     return 0;
 }

@@ -109,6 +109,11 @@ int pspawn_options_format(const struct pspawn_options *o, char *buf, size_t size
 const char *pspawn_fanout_name(const struct pspawn_options *o, char *buf, size_t size);
 const char *pspawn_subzygote_name(int subzygote);
 
+/* PSPAWN_TIMEOUT's value TEXT (seconds, fractions allowed, more than 0
+ * and at most a day) as milliseconds in *MS: 0, or EINVAL for anything
+ * else (not a number, trailing text, 0, negative, inf, nan). */
+int pspawn_timeout_parse(const char *text, int *ms);
+
 /* Write the message FMT into ERR (ERRLEN bytes, always terminated, when
  * ERRLEN > 0) and return -1: the parsers' way to say what is wrong. */
 int pspawn_errmsg(char *err, size_t errlen, const char *fmt, ...)

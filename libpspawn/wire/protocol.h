@@ -79,6 +79,10 @@
 /* subzygote=replicate: the sub-zygote's copies of the libraries, removed
  * when it exits. */
 #define PSPAWN_ENV_REPLICA  "PSPAWN_ZYGOTE_REPLICA"
+/* How the zygote was exec'd: "FD:PATH", the fd of the program as the
+ * launcher inspected it (exec'd through /proc/self/fd/FD, so that what
+ * runs is what was inspected) and the path that stands for. */
+#define PSPAWN_ENV_EXEC     "PSPAWN_ZYGOTE_EXEC"
 /* subzygote=cgroup: the launcher's cgroup (an fd), where tasks are made. */
 /* Learned library preloads (zygote/preload.c): "auto" or a list's path. */
 #define PSPAWN_ENV_PRELOAD_LIBS "PSPAWN_ZYGOTE_PRELOAD_LIBS"
@@ -93,7 +97,13 @@ enum zygote_status {
     ZYGOTE_LISTEN_FAILED = 3,   /* stand-in mode: detail errno */
     ZYGOTE_POSIX_TIMERS = 4,    /* detail: how many */
     ZYGOTE_PYTHON_REFUSED = 5,  /* detail: enum python_refusal */
+    ZYGOTE_TOO_MANY_FDS = 16,   /* constructors left more fds than a zygote keeps
+                                 * (detail: how many) */
 };
+
+/* The exit status of a zygote that saw a library it loaded replaced on
+ * disk: its tasks would run the old one. */
+#define ZYGOTE_EXIT_STALE 75
 
 /* Why a Python interpreter could not be made a warm zygote. */
 enum python_refusal {

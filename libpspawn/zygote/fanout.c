@@ -226,7 +226,7 @@ static void replicate(const char *dir)
 
 static const char *const sub_drop[] = {
     PSPAWN_ENV_GROUP "=", PSPAWN_ENV_PARENT "=", PSPAWN_ENV_LISTEN "=", PSPAWN_ENV_FORWARD "=",
-    PSPAWN_ENV_REPLICA "=", PSPAWN_ENV_TASK_CGROUP "=", PSPAWN_ENV_SOCK "=",
+    PSPAWN_ENV_REPLICA "=", PSPAWN_ENV_TASK_CGROUP "=", PSPAWN_ENV_SOCK "=", PSPAWN_ENV_EXEC "=",
 };
 
 static int dropped(const char *kv, int replica)

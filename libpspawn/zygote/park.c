@@ -25,6 +25,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/auxv.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -39,7 +40,11 @@ typedef int (*start_fn)(main_fn, int, char **, void (*)(void), void (*)(void),
 
 extern char **environ;
 
-struct parked parked = { .sock = -1, .report = -1, .launcher_pidfd = -1 };
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
+struct parked parked = { .sock = -1, .report = -1, .launcher_pidfd = -1, .exec_fd = -1 };
 
 static int env_int(const char *name, long *out)
 {
@@ -54,11 +59,14 @@ static int env_int(const char *name, long *out)
     return 1;
 }
 
-void zygote_send_ready(int sock, int status, int detail)
+int zygote_send_ready(int sock, int status, int detail)
 {
     struct zygote_ready r = { PSPAWN_MAGIC, status, detail, (int32_t)getpid(),
                               parked.python_warm ? READY_PYTHON : 0 };
-    send(sock, &r, sizeof r, MSG_NOSIGNAL);
+    ssize_t n;
+    while ((n = send(sock, &r, sizeof r, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+        ;
+    return n == (ssize_t)sizeof r ? 0 : -1;
 }
 
 /* Does the main program call __libc_start_main at all?  If not (a Go
@@ -128,6 +136,7 @@ static void restore_env(void)
     unsetenv(PSPAWN_ENV_REPLICA);
     unsetenv(PSPAWN_ENV_TASK_CGROUP);
     unsetenv(PSPAWN_ENV_PRELOAD_LIBS);
+    unsetenv(PSPAWN_ENV_EXEC);
 }
 
 /* The environment we were exec'd with, for the sub-zygotes we may exec
@@ -182,47 +191,124 @@ static void record_base(void)
     parked.have_base = b && pspawn_base_parse(b, &parked.base);
 }
 
-/* FD, named by a variable we inherited, is still the channel it names: a
- * seqpacket socket made by PARENT (a socketpair's peer credentials are
- * its creator's) or a pipe's write end. */
-static int is_channel(int fd, int sock, pid_t parent)
+/* A constructor's child lets go of the zygote's channels. */
+static void drop_inherited_channels(pid_t starter)
 {
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) < 0)
-        return 0;
-    if (!sock)
-        return S_ISFIFO(st.st_mode) && (fcntl(fd, F_GETFL) & O_ACCMODE) == O_WRONLY;
-    int type = 0;
-    struct ucred peer;
-    socklen_t tl = sizeof type;
-    return S_ISSOCK(st.st_mode) &&
-           getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) == 0 && type == SOCK_SEQPACKET &&
-           pspawn_peer_cred(fd, &peer) == 0 && peer.pid == parent;
+    long fd;
+    if (env_int(PSPAWN_ENV_SOCK, &fd) && zygote_is_channel((int)fd, 1, starter))
+        close((int)fd);
+    if (env_int(PSPAWN_ENV_REPORT, &fd) && zygote_is_channel((int)fd, 0, starter))
+        close((int)fd);
+    /* "FD:PATH": the program's fd, not close-on-exec until our
+     * constructor runs either. */
+    const char *exec = getenv(PSPAWN_ENV_EXEC);
+    char *end;
+    fd = exec ? strtol(exec, &end, 10) : -1;
+    if (fd > 2 && *end == ':' && (fcntl((int)fd, F_GETFL) & O_PATH))
+        close((int)fd);
 }
 
-/* A program a zygote's constructor started (system(), popen(),
- * posix_spawn()) inherits the zygote's variables and its channels, which
- * are not close-on-exec until our constructor runs, after the other
- * libraries' constructors.  It must not park: it lets go of the channels
- * and runs as it would without us. */
-static int inherited_zygote_env(void)
+/* ---- what /proc shows ----------------------------------------------------
+ *
+ * /proc/PID/environ shows the environment block the kernel copied at exec,
+ * whatever unsetenv does to environ, and a fork keeps it.  Our variables
+ * (a stand-in zygote's token among them) are overwritten there, in place:
+ * those still in environ (the warm Python bootstrap's) move to the heap
+ * first.  ENVP is the array the loader gave the constructors, which points
+ * into that block. */
+static int in_environ(const char *s)
 {
-    long parent, fd;
-    if (!env_int(PSPAWN_ENV_PARENT, &parent) || parent == (long)getppid())
-        return 0;
-    if (env_int(PSPAWN_ENV_SOCK, &fd) && is_channel((int)fd, 1, (pid_t)parent))
-        close((int)fd);
-    if (env_int(PSPAWN_ENV_REPORT, &fd) && is_channel((int)fd, 0, (pid_t)parent))
-        close((int)fd);
-    return 1;
+    for (char **e = environ; e && *e; e++)
+        if (*e == s)
+            return 1;
+    return 0;
 }
 
-__attribute__((constructor)) static void proxy_init(void)
+static void restore_and_scrub_env(char **envp)
+{
+    size_t n = 0, k = 0;
+    for (char **e = envp; e && *e; e++)
+        n += strncmp(*e, "PSPAWN_ZYGOTE_", 14) == 0;
+    char **ours = n ? malloc(n * sizeof *ours) : NULL;
+    for (char **e = envp; ours && e && *e; e++)
+        if (strncmp(*e, "PSPAWN_ZYGOTE_", 14) == 0)
+            ours[k++] = *e;
+    restore_env();
+    for (size_t i = 0; i < k; i++) {
+        char *eq = strchr(ours[i], '=');
+        if (eq && in_environ(ours[i])) {
+            char *name = strndup(ours[i], (size_t)(eq - ours[i]));
+            if (!name || setenv(name, eq + 1, 1) < 0 || in_environ(ours[i])) {
+                free(name);
+                continue;   /* still used: left as it is */
+            }
+            free(name);
+        }
+        memset(ours[i], 0, strlen(ours[i]));
+    }
+    free(ours);
+}
+
+/* After an exec by fd (launcher/zygote.c) the kernel named us after the
+ * fd: the command name (comm) and AT_EXECFN, which sub-zygotes are exec'd
+ * by and tasks inherit.  An exec by path names a process after the path's
+ * last component, and AT_EXECFN is the path: both are made so again.
+ * glibc's getauxval reads the auxiliary vector the kernel put on the stack
+ * after the environment's pointers (ARGV's NULL, then the environment's,
+ * then the vector; an unsetenv on the loader's array leaves more NULLs at
+ * its end). */
+static void rename_after_exec(char **argv, int argc, const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char comm[16];
+    snprintf(comm, sizeof comm, "%s", slash ? slash + 1 : path);
+    prctl(PR_SET_NAME, comm, 0, 0, 0);
+    unsigned long execfn = getauxval(AT_EXECFN);
+    if (!argv || !execfn)
+        return;
+    char **p = argv + argc + 1;
+    while (*p)
+        p++;
+    while (!*p)
+        p++;
+    for (ElfW(auxv_t) *a = (ElfW(auxv_t) *)p; a->a_type != AT_NULL; a++)
+        if (a->a_type == AT_EXECFN) {
+            if (a->a_un.a_val == execfn)
+                a->a_un.a_val = (uintptr_t)path;
+            return;
+        }
+}
+
+static void record_exec(char **argv, int argc)
+{
+    const char *v = getenv(PSPAWN_ENV_EXEC);
+    char *end;
+    long fd = v ? strtol(v, &end, 10) : -1;
+    if (!v || fd < 0 || *end != ':' || !end[1] || !(parked.exec_path = strdup(end + 1)))
+        return;
+    parked.exec_fd = (int)fd;
+    if (fcntl(parked.exec_fd, F_SETFD, FD_CLOEXEC) < 0)
+        parked.exec_fd = -1;
+    rename_after_exec(argv, argc, parked.exec_path);
+}
+
+/* Called by the loader with the program's arguments and its initial
+ * environment (glibc passes them to every constructor). */
+__attribute__((constructor)) static void proxy_init(int argc, char **argv, char **envp)
 {
     long sock, report, launcher, fd;
-    if (inherited_zygote_env()) {
-        restore_env();
-        return;
+    if (env_int(PSPAWN_ENV_PARENT, &launcher)) {
+        if (!env_int(PSPAWN_ENV_SOCK, &sock))
+            sock = -1;
+        enum origin o = zygote_watch_starter((pid_t)launcher, (int)sock,
+                                             getenv(PSPAWN_ENV_EXEC));
+        if (o == ORPHANED)
+            _exit(0);
+        if (o == INHERITED) {
+            drop_inherited_channels((pid_t)launcher);
+            restore_and_scrub_env(envp);
+            return;
+        }
     }
     const char *listen_name = getenv(PSPAWN_ENV_LISTEN);
     parked.forwarded = getenv(PSPAWN_ENV_FORWARD) != NULL;
@@ -242,12 +328,17 @@ __attribute__((constructor)) static void proxy_init(void)
         parked.report = (int)report;
         parked.active = 1;
     }
-    if (!parked.active)
+    if (!parked.active) {
+        if (parked.launcher_pidfd >= 0)
+            close(parked.launcher_pidfd);
+        parked.launcher_pidfd = -1;
         return;
+    }
     parked.sock_at = parked.sock;
     parked.report_at = parked.report;
     if (env_int(PSPAWN_ENV_PARENT, &launcher))
         parked.launcher = (pid_t)launcher;
+    record_exec(argv, argc);
     parked.task_cgroup = env_int(PSPAWN_ENV_TASK_CGROUP, &fd) ? (int)fd : -1;
     if (parked.task_cgroup >= 0)
         fcntl(parked.task_cgroup, F_SETFD, FD_CLOEXEC);
@@ -266,7 +357,7 @@ __attribute__((constructor)) static void proxy_init(void)
         fcntl(parked.sock, F_SETFD, FD_CLOEXEC);
     if (parked.report >= 0)
         fcntl(parked.report, F_SETFD, FD_CLOEXEC);
-    restore_env();
+    restore_and_scrub_env(envp);
     int found = 0;
     dl_iterate_phdr(find_libc_start, &found);
     if (!found) {
@@ -316,12 +407,17 @@ void zygote_rearm_itimers(void)
             setitimer(which, &parked.itimer[which], NULL);
 }
 
+/* Threads at the park: a fork copies only the calling thread.  Without
+ * /proc/self/task, unshare(CLONE_THREAD) fails with EINVAL exactly when
+ * another thread shares our thread group, and does nothing otherwise.
+ * Returns the count, or -errno: -EINVAL for more than one (uncounted),
+ * another for "cannot tell". */
 static int count_threads(void)
 {
     DIR *d = opendir("/proc/self/task");
     int n = 0;
     if (!d)
-        return 1;
+        return syscall(SYS_unshare, CLONE_THREAD) == 0 ? 1 : -errno;
     struct dirent *e;
     while ((e = readdir(d)))
         if (e->d_name[0] != '.')
@@ -330,22 +426,64 @@ static int count_threads(void)
     return n;
 }
 
-static void record_fds(void)
+/* Ours, not the program's: what the launcher gave us and what we opened. */
+static int own_fd(int fd)
 {
-    DIR *d = opendir("/proc/self/fd");
-    if (!d)
-        return;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (e->d_name[0] == '.')
-            continue;
-        int fd = atoi(e->d_name);
-        if (fd <= 2 || fd == parked.sock || fd == parked.report || fd == dirfd(d))
-            continue;
-        if (parked.nctor_fds < MAX_CTOR_FDS)
-            parked.ctor_fds[parked.nctor_fds++] = fd;
+    return fd <= 2 || fd == parked.sock || fd == parked.report || fd == parked.launcher_pidfd ||
+           fd == parked.exec_fd || fd == parked.task_cgroup;
+}
+
+static int add_ctor_fd(int fd, int *total)
+{
+    if (own_fd(fd))
+        return 0;
+    if (parked.nctor_fds < MAX_CTOR_FDS)
+        parked.ctor_fds[parked.nctor_fds++] = fd;
+    return ++*total;
+}
+
+/* Without /proc/self/fd: poll() marks each fd number that is not open
+ * POLLNVAL, up to a thousand numbers a call, up to the hard fd limit. */
+static void probe_fds(int *total)
+{
+    struct rlimit rl;
+    long max = 1L << 20, chunk = 1024;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+        if (rl.rlim_max != RLIM_INFINITY && (long)rl.rlim_max < max)
+            max = (long)rl.rlim_max;
+        if (rl.rlim_cur != RLIM_INFINITY && (long)rl.rlim_cur < chunk)
+            chunk = (long)rl.rlim_cur;     /* poll() takes no more */
     }
+    struct pollfd p[1024];
+    for (long base = 3; chunk > 0 && base < max; base += chunk) {
+        int n = max - base < chunk ? (int)(max - base) : (int)chunk;
+        for (int i = 0; i < n; i++)
+            p[i] = (struct pollfd){ (int)(base + i), 0, 0 };
+        if (poll(p, (nfds_t)n, 0) < 0)
+            return;
+        for (int i = 0; i < n; i++)
+            if (!(p[i].revents & POLLNVAL))
+                add_ctor_fd(p[i].fd, total);
+    }
+}
+
+/* The fds the program's constructors left open, which a task keeps as
+ * after an exec.  Returns how many; more than MAX_CTOR_FDS are refused
+ * (a task would lose the rest). */
+static int record_fds(void)
+{
+    int total = 0;
+    DIR *d = opendir("/proc/self/fd");
+    if (!d) {
+        probe_fds(&total);
+        return total;
+    }
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.' && atoi(e->d_name) != dirfd(d))
+            add_ctor_fd(atoi(e->d_name), &total);
     closedir(d);
+    return total;
 }
 
 /* /proc/self/stat fields 26-28 and 45-51: what PR_SET_MM_MAP needs. */
@@ -364,54 +502,6 @@ static void record_mm(void)
     parked.mm.auxv_size = 0;
     parked.mm.exe_fd = (uint32_t)-1;
     parked.have_mm = 1;
-}
-
-/* ---- text prefault ------------------------------------------------------
- *
- * The kernel does not copy the page tables of file mappings at fork: they
- * refill on demand.  So a task takes a page fault in the text of each
- * library it runs, where an exec'd task took one when its loader ran the
- * library's initialisers.  A small text mapping is mapped whole by that
- * first fault anyway (the kernel maps up to 64 KB of cached pages around a
- * faulting address), so each task maps each such mapping itself with one
- * madvise(MADV_POPULATE_READ): the same pages, without a trap per library,
- * which with hundreds of libraries makes a task measurably cheaper
- * (bench/README.md).  Only private file-backed r-x mappings of at most
- * TEXT_PREFAULT_MAX bytes: a big library's text is left to fault in what
- * the task runs, as after an exec.  PSPAWN_PREFAULT=0 in the zygote's
- * environment turns it off; kernels before 5.14 (no MADV_POPULATE_READ)
- * just skip it. */
-#define TEXT_PREFAULT_MAX (64 * 1024)
-
-static void record_text(void)
-{
-    const char *v = getenv("PSPAWN_PREFAULT");
-    if (v && strcmp(v, "0") == 0)
-        return;
-    FILE *f = fopen("/proc/self/maps", "re");
-    if (!f)
-        return;
-    char line[PATH_MAX + 128];
-    int cap = 0;
-    while (fgets(line, sizeof line, f)) {
-        unsigned long start, end;
-        char perm[8];
-        int path_at = 0;
-        if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &start, &end, perm, &path_at) < 3 ||
-            strcmp(perm, "r-xp") != 0 || !path_at || line[path_at] != '/' ||
-            end - start > TEXT_PREFAULT_MAX)
-            continue;
-        if (parked.ntext == cap) {
-            int ncap = cap ? 2 * cap : 256;
-            struct text_range *t = realloc(parked.text, (size_t)ncap * sizeof *t);
-            if (!t)
-                break;
-            parked.text = t;
-            cap = ncap;
-        }
-        parked.text[parked.ntext++] = (struct text_range){ start, end - start };
-    }
-    fclose(f);
 }
 
 static void record_parked_state(void)
@@ -439,20 +529,22 @@ static void record_parked_state(void)
             sa.sa_handler != SIG_DFL)
             parked.ctor_sigs |= UINT64_C(1) << (sig - 1);
     }
-    record_fds();
     if (prctl(PR_GET_TID_ADDRESS, &parked.tid_addr, 0, 0, 0) < 0)
         parked.tid_addr = NULL;
     if (syscall(SYS_get_robust_list, 0, &parked.robust_head, &parked.robust_len) < 0)
         parked.robust_head = NULL;
     record_mm();
-    record_text();
+    zygote_record_text();
     record_itimers();
 }
 
 struct task_start zygote_park(void)
 {
+    /* Whoever started us died while we loaded: nobody will ask for a task. */
+    if (zygote_starter_gone())
+        zygote_exit(0);
     int threads = count_threads();
-    if (threads > 1) {
+    if (threads != 1) {
         if (parked.sock >= 0)
             zygote_send_ready(parked.sock, ZYGOTE_THREADED, threads);
         _exit(0);
@@ -463,6 +555,12 @@ struct task_start zygote_park(void)
             zygote_send_ready(parked.sock, ZYGOTE_POSIX_TIMERS, timers);
         _exit(0);
     }
+    int fds = record_fds();
+    if (fds > MAX_CTOR_FDS) {
+        if (parked.sock >= 0)
+            zygote_send_ready(parked.sock, ZYGOTE_TOO_MANY_FDS, fds);
+        _exit(0);
+    }
     fflush(NULL);
     /* Serve only the user who started us. */
     if (!pspawn_peer_uid_is(parked.sock, geteuid()))
@@ -471,7 +569,15 @@ struct task_start zygote_park(void)
     memcpy(parked.launch_cpuset, parked.cpuset, sizeof parked.cpuset);
     parked.launch_mempolicy = parked.have_mempolicy ? parked.mempolicy : -1;
     memcpy(parked.launch_nodemask, parked.nodemask, sizeof parked.nodemask);
+    /* Direct mode: a group of our own, so that the terminal's signals (a
+     * Ctrl-C) and its launcher's kill(0, ...) reach its tasks (each joins
+     * its caller's group) and not us.  Not before the park: a loading
+     * program may use the terminal, which a background group may not.
+     * A stand-in zygote blocks the step's signals instead (standin.c). */
+    if (!parked.listen_name && !parked.forwarded && parked.root == 0)
+        setpgid(0, 0);
     zygote_watch();
+    zygote_libraries_watch();
     if (parked.have_exec_group) {
         parked.group = parked.exec_group.index;
         zygote_become_group(&parked.exec_group);
@@ -481,6 +587,8 @@ struct task_start zygote_park(void)
 
 static int park_main(int argc, char **argv, char **envp)
 {
+    if (zygote_starter_gone())
+        zygote_exit(0);
     zygote_preload();
     /* A Python interpreter parks later, inside itself (python.c). */
     if (parked.python && zygote_python_detect())
@@ -499,51 +607,4 @@ __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void),
         main = park_main;
     }
     return next(main, argc, argv, init, fini, rtld_fini, stack_end);
-}
-
-/* ---- the zygote's own life -------------------------------------------- */
-
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
-
-void zygote_watch(void)
-{
-    /* A stand-in root outlives the stand-in that started it: it serves the
-     * step's other stand-ins. */
-    if (!parked.listen_name && parked.launcher > 0)
-        parked.launcher_pidfd = (int)syscall(SYS_pidfd_open, parked.launcher, 0);
-    if (parked.root > 0)
-        parked.root_pidfd = (int)syscall(SYS_pidfd_open, parked.root, 0);
-    else
-        parked.root_pidfd = -1;
-}
-
-int zygote_wait(int sock, int extra, int timeout_ms)
-{
-    for (;;) {
-        struct pollfd p[4] = {
-            { sock, POLLIN, 0 }, { extra, POLLIN, 0 },
-            { parked.launcher_pidfd, POLLIN, 0 }, { parked.root_pidfd, POLLIN, 0 },
-        };
-        int r = poll(p, 4, timeout_ms);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r == 0)
-            return -1;
-        /* Its launcher or its root gone, a zygote has nobody to serve. */
-        if ((p[2].revents | p[3].revents) & POLLIN)
-            zygote_exit(0);
-        if (p[1].revents)
-            return 1;
-        if (p[0].revents)
-            return 0;
-    }
-}
-
-void zygote_exit(int code)
-{
-    if (parked.replica)
-        pspawn_replica_remove(parked.replica);
-    _exit(code);
 }

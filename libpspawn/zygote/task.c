@@ -6,10 +6,12 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <linux/futex.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -27,7 +29,55 @@ extern char **environ;
 #define MADV_POPULATE_READ 22
 #endif
 
-/* Map the small text mappings the zygote recorded (park.c, record_text)
+/* ---- text prefault ------------------------------------------------------
+ *
+ * The kernel does not copy the page tables of file mappings at fork: they
+ * refill on demand.  So a task takes a page fault in the text of each
+ * library it runs, where an exec'd task took one when its loader ran the
+ * library's initialisers.  A small text mapping is mapped whole by that
+ * first fault anyway (the kernel maps up to 64 KB of cached pages around a
+ * faulting address), so each task maps each such mapping itself with one
+ * madvise(MADV_POPULATE_READ): the same pages, without a trap per library,
+ * which with hundreds of libraries makes a task measurably cheaper
+ * (bench/README.md).  Only private file-backed r-x mappings of at most
+ * TEXT_PREFAULT_MAX bytes: a big library's text is left to fault in what
+ * the task runs, as after an exec.  PSPAWN_PREFAULT=0 in the zygote's
+ * environment turns it off; kernels before 5.14 (no MADV_POPULATE_READ)
+ * just skip it. */
+#define TEXT_PREFAULT_MAX (64 * 1024)
+
+void zygote_record_text(void)
+{
+    const char *v = getenv("PSPAWN_PREFAULT");
+    if (v && strcmp(v, "0") == 0)
+        return;
+    FILE *f = fopen("/proc/self/maps", "re");
+    if (!f)
+        return;
+    char line[PATH_MAX + 128];
+    int cap = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long start, end;
+        char perm[8];
+        int path_at = 0;
+        if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &start, &end, perm, &path_at) < 3 ||
+            strcmp(perm, "r-xp") != 0 || !path_at || line[path_at] != '/' ||
+            end - start > TEXT_PREFAULT_MAX)
+            continue;
+        if (parked.ntext == cap) {
+            int ncap = cap ? 2 * cap : 256;
+            struct text_range *t = realloc(parked.text, (size_t)ncap * sizeof *t);
+            if (!t)
+                break;
+            parked.text = t;
+            cap = ncap;
+        }
+        parked.text[parked.ntext++] = (struct text_range){ start, end - start };
+    }
+    fclose(f);
+}
+
+/* Map the small text mappings the zygote recorded (zygote_record_text)
  * with one call each instead of a trap per library. */
 static void prefault_text(void)
 {
@@ -60,6 +110,15 @@ pid_t zygote_clone(unsigned long extra, int *parent_tid)
     if (parent_tid)
         flags |= CLONE_PARENT_SETTID;
     pid_t pid;
+    /* A task of a stand-in zygote whose library was replaced would run the
+     * old one (one read of the inotify fd, or stats of its libraries'
+     * directories): it refuses, its stand-in execs, and it goes on reaping
+     * the tasks it made for theirs.  A direct zygote looks once per
+     * request, in zygote_wait, and exits. */
+    if ((parked.listen_name || parked.forwarded) && zygote_libraries_stale(1)) {
+        errno = ESTALE;
+        return -1;
+    }
     zygote_python_before_fork();
     if (parked.task_cgroup >= 0 && (extra & CLONE_PARENT)) {
         /* subzygote=cgroup: our tasks belong in the launcher's cgroup, not

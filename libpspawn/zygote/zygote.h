@@ -11,7 +11,9 @@
  *              handshake, and the return into the real main
  *   parse.c    reading a request off the wire into the setup every task
  *              of it starts from
- *   serve.c    direct mode: clone the launcher's tasks as its children
+ *   serve.c    the zygote's life (who started it, its libraries on disk,
+ *              waiting, exit), and direct mode: clone the launcher's
+ *              tasks as its children
  *   fanout.c   sub-zygotes: one fork-serving process per group of CPUs
  *   standin.c  stand-in mode: fork tasks for stand-ins that connect
  *
@@ -33,7 +35,9 @@
 
 typedef int (*main_fn)(int, char **, char **);
 
-#define MAX_CTOR_FDS 64
+/* The most fds the program's constructors may leave open for a zygote to
+ * serve it (each task keeps them all). */
+#define MAX_CTOR_FDS 1024
 /* The most fds one message brings: a request's memfd and passed fds, a
  * forwarded stand-in's connection, or a fan-out's sockets and cgroups. */
 #define ZYGOTE_MSG_FDS (PSPAWN_FANOUT_MAX + 4)
@@ -59,7 +63,10 @@ struct parked {
     int sock, report;
     int sock_at, report_at;     /* their numbers at exec (an exec'd sub's too) */
     pid_t launcher;             /* who exec'd the root: the launcher, or the stand-in */
-    int launcher_pidfd;         /* -1 where pidfds are missing */
+    int launcher_pidfd;         /* opened by the constructor; -1 where pidfds are missing,
+                                 * and in a parked stand-in zygote (it outlives its starter) */
+    char *exec_path;            /* the path we were exec'd by, or NULL (PSPAWN_ENV_EXEC) */
+    int exec_fd;                /* the fd we were exec'd from, or -1 */
     pid_t root;                 /* a sub-zygote's root, else 0 */
     int root_pidfd;
     int group;                  /* the group this zygote serves (0: the root's) */
@@ -119,13 +126,28 @@ struct task_start {
 };
 
 /* park.c */
-void zygote_send_ready(int sock, int status, int detail);
+/* 0, or -1 when it could not be sent (whoever started us is gone). */
+int zygote_send_ready(int sock, int status, int detail);
 /* Check that the zygote may park here, record the state it parked in, and
  * serve: returns only in a new task, with its main()'s arguments. */
 struct task_start zygote_park(void);
 void zygote_rearm_itimers(void);
-/* Open the pidfds this zygote watches (its launcher, its root): after the
- * park, so that constructors got the fd numbers exec would give them. */
+
+/* serve.c: the zygote's life. */
+/* Who a process that found PSPAWN_ENV_PARENT=STARTER is: the zygote
+ * STARTER exec'd (then watched through parked.launcher_pidfd), a program a
+ * zygote's constructor started (INHERITED), or a zygote whose starter died
+ * while it loaded (ORPHANED: it must exit).  SOCK: PSPAWN_ENV_SOCK's fd,
+ * the last word without /proc; EXEC: PSPAWN_ENV_EXEC's value, or NULL. */
+enum origin { STARTED, INHERITED, ORPHANED };
+enum origin zygote_watch_starter(pid_t starter, int sock, const char *exec);
+/* Whether the process that started us is gone. */
+int zygote_starter_gone(void);
+/* FD, named by a variable we inherited, is still the channel it names: a
+ * seqpacket socket made by PARENT (SOCK), or a pipe's write end. */
+int zygote_is_channel(int fd, int sock, pid_t parent);
+/* Once parked: stop watching a stand-in starter (a stand-in zygote
+ * outlives it), watch our root (a sub-zygote). */
 void zygote_watch(void);
 /* Wait until SOCK is readable; exits when the launcher or the root is
  * gone.  EXTRA (or -1) is another fd to wait for: returns 1 when it is
@@ -133,8 +155,25 @@ void zygote_watch(void);
 int zygote_wait(int sock, int extra, int timeout_ms);
 /* Remove our replicas, if any; then _exit(CODE). */
 void zygote_exit(int code) __attribute__((noreturn));
+/* At the park (the root): record and watch the objects we have mapped. */
+void zygote_libraries_watch(void);
+/* The fd that is readable when one may have changed (-1: none). */
+int zygote_libraries_fd(void);
+/* The name of one that was replaced on disk, or NULL.  THOROUGH: without
+ * inotify, stat their directories (once per request, not per task). */
+const char *zygote_libraries_stale(int thorough);
+/* The zygote's exit status once a library it loaded was replaced: its
+ * launcher execs from then on.  To join protocol.h. */
+#ifndef ZYGOTE_EXIT_STALE
+#define ZYGOTE_EXIT_STALE 75
+#endif
+/* Exit with ZYGOTE_EXIT_STALE, saying why under PSPAWN_DEBUG. */
+void zygote_exit_stale(const char *library) __attribute__((noreturn));
 
 /* task.c */
+/* Record the small text mappings each task maps at once (the text
+ * prefault), unless PSPAWN_PREFAULT=0. */
+void zygote_record_text(void);
 /* fork(2) without glibc's atfork handlers, with the child's thread id
  * where glibc keeps it, and with the child's pid written to *PARENT_TID
  * (if not NULL) by the kernel before the child can run. */
