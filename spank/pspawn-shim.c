@@ -16,6 +16,9 @@
  *   PSPAWN_SHIM_LOCAL_TASKS tasks of the step on this node
  *   PSPAWN_SHIM_SIGNALS    auto|yes|no: relay signals to the task
  *   PSPAWN_SHIM_PROCTRACK  Slurm's ProctrackType (for signals=auto)
+ *   PSPAWN_SHIM_SIGNAL_CHILDREN 1: cgroup.conf's SignalChildrenProcesses=yes
+ *                          (proctrack/cgroup signals every process of the
+ *                          step, the task too: signals=auto relays none)
  *   PSPAWN_SHIM_DEBUG      1: say what happens on stderr
  *   PSPAWN_SHIM_OPTIONS    the step's libpspawn options (fanout=...)
  *   PSPAWN_SHIM_ARGV0      the task's argv[0] when the plugin replaced it
@@ -23,6 +26,9 @@
  *   PSPAWN_SHIM_MOVER      the step's mover in slurmstepd: the task is held
  *                          until the mover has put it into our cgroups
  *                          (see pspawn_cgroup.h)
+ * Their values are wiped in place in our initial environment block before
+ * anything else runs: /proc/PID/environ shows that block, and the token
+ * must not be read there.
  */
 #include "config.h"
 
@@ -50,6 +56,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "procfs.h"
 #include "protocol.h"
 #include "pspawn_cgroup.h"
 #include "unixsock.h"
@@ -88,6 +95,46 @@ static void __attribute__((noreturn)) exec_plain(const char *path, char **argv, 
     int e = errno;
     fprintf(stderr, "slurmstepd: error: execve(): %s: %s\n", argv[0], strerror(e));
     _exit(e);
+}
+
+/* PSPAWN_SHIM_* from the plugin, taken out of the environment. */
+static struct {
+    char *key, *token, *tasks, *signals, *proctrack, *signal_children, *options,
+        *argv0, *mover;
+} shim;
+
+/* Copy our variables, then overwrite their values in the block the kernel
+ * shows as /proc/PID/environ (unsetenv only drops the pointers), and drop
+ * them: the task sees the environment plain srun gives. */
+static void take_shim_vars(void)
+{
+    static const struct {
+        const char *name;
+        char **to;
+    } vars[] = {
+        { "PSPAWN_SHIM_KEY", &shim.key }, { "PSPAWN_SHIM_TOKEN", &shim.token },
+        { "PSPAWN_SHIM_LOCAL_TASKS", &shim.tasks }, { "PSPAWN_SHIM_SIGNALS", &shim.signals },
+        { "PSPAWN_SHIM_PROCTRACK", &shim.proctrack },
+        { "PSPAWN_SHIM_SIGNAL_CHILDREN", &shim.signal_children },
+        { "PSPAWN_SHIM_OPTIONS", &shim.options },
+        { "PSPAWN_SHIM_ARGV0", &shim.argv0 }, { "PSPAWN_SHIM_MOVER", &shim.mover },
+    };
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i].name);
+        *vars[i].to = v ? strdup(v) : NULL;
+    }
+    for (char **e = environ; *e; e++)
+        if (strncmp(*e, "PSPAWN_SHIM_", 12) == 0) {
+            char *eq = strchr(*e, '=');
+            if (eq)
+                memset(eq + 1, 0, strlen(eq + 1));
+        }
+    for (char **e = environ; *e;) {
+        char *name = strncmp(*e, "PSPAWN_SHIM_", 12) == 0 ? strndup(*e, strcspn(*e, "=")) : NULL;
+        int gone = name && unsetenv(name) == 0;
+        free(name);
+        e = gone ? environ : e + 1;
+    }
 }
 
 /* The library's stand-in client says what happens through this. */
@@ -194,34 +241,68 @@ static void wait_relaying(int fd, pid_t task, int pidfd)
     }
 }
 
+/* Whether TASK (not ours to wait for) has ended: gone, or a zombie. */
+static int task_ended(pid_t task)
+{
+    unsigned long long state;
+    return pspawn_proc_stat(task, 3, 3, &state) < 0 ? errno == ESRCH : state == 'Z';
+}
+
 /* Wait for the zygote's word on FD while the task runs, relaying
  * signals.  The zygote sends it once it has reaped the task; should it
- * not come within EXITED_GRACE_MS of the task's end (TASK_PIDFD), the
- * zygote is taken as gone, whoever still holds its end of FD. */
-#define EXITED_GRACE_MS 10000
-#define STARTED_TIMEOUT_MS 30000
-static void wait_task(int fd, pid_t task, int task_pidfd)
+ * not come within GRACE_MS of the task's end (TASK_PIDFD), the zygote is
+ * taken as gone (or stopped), whoever still holds its end of FD. */
+static void wait_task(int fd, pid_t task, int task_pidfd, int grace_ms)
 {
-    int ended = 0;
+    double ended_at = -1;
     for (;;) {
         struct pollfd p[3] = { { fd, POLLIN, 0 }, { sig_pipe[0], POLLIN, 0 },
-                               { ended ? -1 : task_pidfd, POLLIN, 0 } };
-        int r = poll(p, 3, ended ? EXITED_GRACE_MS : -1);
+                               { ended_at >= 0 ? -1 : task_pidfd, POLLIN, 0 } };
+        /* Without a pidfd (Linux before 5.3), a look each second. */
+        int r = poll(p, 3, ended_at >= 0 ? 1000 : task_pidfd < 0 ? 1000 : -1);
         if (r < 0)
             continue;
-        if (r == 0)
-            return;     /* the task ended long ago, and no word */
         if (p[1].revents & POLLIN)
             relay_signals(task, task_pidfd);
         if (p[0].revents)
             return;
-        if (p[2].revents)
-            ended = 1;
+        if (ended_at < 0 && (p[2].revents || (task_pidfd < 0 && task_ended(task))))
+            ended_at = pspawn_now_ms();
+        if (ended_at >= 0 && pspawn_now_ms() - ended_at >= grace_ms)
+            return;     /* the task ended long ago, and no word */
     }
 }
 
-/* The zygote's answer to a request, at most 3 x PSPAWN_TIMEOUT (the
- * library's wait for a zygote, default 10 s) after it was sent. */
+/* Our child the zygote serves the step's other stand-ins until their
+ * tasks are done: wait for it, but not for one stopped for WAIT_MS (it
+ * serves nobody; its tasks' stand-ins see to them). */
+static void wait_zygote(pid_t zpid, int wait_ms)
+{
+    int pidfd = (int)syscall(SYS_pidfd_open, zpid, 0);
+    double stopped_since = -1;
+    for (;;) {
+        pid_t r = waitpid(zpid, NULL, WNOHANG);
+        if (r > 0 || (r < 0 && errno != EINTR))
+            break;
+        struct pollfd p = { pidfd, POLLIN, 0 };
+        if (pidfd >= 0)
+            poll(&p, 1, 1000);
+        else
+            poll(NULL, 0, 200);
+        unsigned long long state;
+        if (pspawn_proc_stat(zpid, 3, 3, &state) < 0 || (state != 'T' && state != 't'))
+            stopped_since = -1;
+        else if (stopped_since < 0)
+            stopped_since = pspawn_now_ms();
+        else if (pspawn_now_ms() - stopped_since >= wait_ms) {
+            say("zygote %d stopped for %d ms: not waited for", (int)zpid, wait_ms);
+            break;
+        }
+    }
+    if (pidfd >= 0)
+        close(pidfd);
+}
+
 /* recv() of one reply, for at most MS ms: -1 with ETIMEDOUT after that. */
 static ssize_t recv_within(int fd, void *buf, size_t len, int ms)
 {
@@ -249,6 +330,19 @@ struct shim_pidfd_info {
 /* The zygote (our task's parent) is gone while TASK runs: it is someone
  * else's child now.  Wait until it has ended, as we would have, and give
  * its wait status where the kernel kept it for PIDFD (else -1). */
+/* A task that has ended and is not reaped yet (its zygote stopped, or its
+ * new parent not at it yet) shows its wait status in /proc (stat field 52,
+ * exit_code); its pidfd, still alive after, says it was our task's. */
+static int zombie_status(pid_t task, int pidfd)
+{
+    unsigned long long state, code;
+    if (pspawn_proc_stat(task, 3, 3, &state) < 0 || state != 'Z' ||
+        pspawn_proc_stat(task, 52, 52, &code) < 0 ||
+        syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) != 0)
+        return -1;
+    return (int)code;
+}
+
 static int orphan_status(pid_t task, int pidfd)
 {
     if (pidfd < 0)
@@ -257,6 +351,9 @@ static int orphan_status(pid_t task, int pidfd)
     wait_relaying(pidfd, task, pidfd);
     /* Exited; its exit status is kept once its new parent has reaped it. */
     for (int tries = 0; tries < 200; tries++) {
+        int zombie = zombie_status(task, pidfd);
+        if (zombie >= 0)
+            return zombie;
         struct shim_pidfd_info info;
         memset(&info, 0, sizeof info);
         info.mask = SHIM_PIDFD_INFO_EXIT;
@@ -272,28 +369,37 @@ static int orphan_status(pid_t task, int pidfd)
 
 /* Ask the step's mover (slurmstepd, root) to put TASK into our own
  * cgroups.  Returns 0 or an errno; the task runs either way. */
-static int move_task(const char *mover, pid_t task, const char *token)
+static int move_task(const char *mover, pid_t task, const char *token, int wait_ms)
 {
     /* Only slurmstepd, as root, may hear our token.  A listen queue that is
      * full (every task of a big node asking at once) is retried, within
-     * the same 30 s as the answer. */
+     * the same WAIT_MS as the answer; unless the kernel says the name is
+     * another user's (squatted: said at once). */
     int fd, waited = 0;
-    while ((fd = pspawn_connect_abstract(mover, 0)) < 0 && errno == EAGAIN && waited < 30000) {
+    uid_t owner;
+    if ((fd = pspawn_connect_abstract(mover, 0)) < 0 && errno == EAGAIN &&
+        pspawn_abstract_owner(mover, &owner) == 0 && owner != 0) {
+        say("mover @%s is uid %d's, not root's", mover, (int)owner);
+        return EPERM;
+    }
+    while (fd < 0 && errno == EAGAIN && waited < wait_ms) {
         struct timespec ts = { 0, 5 * 1000 * 1000 };
         nanosleep(&ts, NULL);
         waited += 5;
+        fd = pspawn_connect_abstract(mover, 0);
     }
     if (fd < 0)
-        return errno;
+        return errno == EAGAIN ? ETIMEDOUT : errno;
     struct pspawn_mover_req q = { PSPAWN_MOVER_MAGIC, (int32_t)task, { 0 } };
     snprintf(q.token, sizeof q.token, "%s", token);
     struct pspawn_mover_reply r;
     struct pollfd p = { fd, POLLIN, 0 };
     int err = 0;
-    if (send(fd, &q, sizeof q, MSG_NOSIGNAL) != (ssize_t)sizeof q &&
+    if (send(fd, &q, sizeof q, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof q &&
         errno != EPIPE && errno != ECONNRESET)
         err = errno;    /* (after those, the mover's refusal is still to read) */
-    else if (poll(&p, 1, 30000 - waited) != 1 || recv(fd, &r, sizeof r, 0) != (ssize_t)sizeof r ||
+    else if (poll(&p, 1, wait_ms > waited ? wait_ms - waited : 0) != 1 ||
+             recv(fd, &r, sizeof r, MSG_DONTWAIT) != (ssize_t)sizeof r ||
              r.magic != PSPAWN_MOVER_MAGIC)
         err = ETIMEDOUT;
     else if (r.err)
@@ -305,14 +411,50 @@ static int move_task(const char *mover, pid_t task, const char *token)
     return err;
 }
 
+/* What we do with signals while the task runs: relay them to it, or,
+ * where they reach it by themselves, ignore them (not die before it). */
+static void set_signals(int relay)
+{
+    struct sigaction sa = { .sa_handler = relay ? on_signal : SIG_IGN };
+    sigemptyset(&sa.sa_mask);
+    for (int sig = 1; sig < NSIG; sig++) {
+        int mine = relay ? sig != SIGKILL && sig != SIGSTOP && sig != SIGCHLD && sig != SIGSEGV &&
+                               sig != SIGBUS && sig != SIGFPE && sig != SIGILL && sig != SIGTRAP &&
+                               sig != SIGPIPE && !(sig >= 32 && sig < SIGRTMIN)
+                         : sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT ||
+                               sig == SIGUSR1 || sig == SIGUSR2 || sig == SIGALRM || sig == SIGCONT;
+        if (mine)
+            sigaction(sig, &sa, NULL);
+    }
+}
+
+/* Whether TASK descends from the zygote at the other end of SOCK (its
+ * child, or a sub-zygote's: fan-out nests at most a few levels): a pid
+ * that does not cannot be ours to signal, move or wait for. */
+static int zygote_made(int sock, pid_t task)
+{
+    struct ucred zygote;
+    if (pspawn_peer_cred(sock, &zygote) != 0)
+        return 0;
+    unsigned long long pid = (unsigned long long)task;
+    for (int depth = 0; depth < 4; depth++) {
+        if (pspawn_proc_stat((pid_t)pid, 4, 4, &pid) != 0 || pid <= 1)
+            return 0;
+        if ((pid_t)pid == zygote.pid)
+            return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    const char *argv0 = getenv("PSPAWN_SHIM_ARGV0");
+    debug = pspawn_env_true("PSPAWN_SHIM_DEBUG");
+    take_shim_vars();
     char **targv;
-    if (argv0) {
+    if (shim.argv0) {
         /* In place: argv[0] became the shim; the rest is the task's. */
         targv = calloc((size_t)argc + 1, sizeof *targv);
-        targv[0] = strdup(argv0);
+        targv[0] = shim.argv0;
         for (int i = 1; i < argc; i++)
             targv[i] = argv[i];
     } else {
@@ -322,38 +464,28 @@ int main(int argc, char **argv)
         }
         targv = argv + 1;
     }
-    debug = pspawn_env_true("PSPAWN_SHIM_DEBUG");
-    char *key = getenv("PSPAWN_SHIM_KEY") ? strdup(getenv("PSPAWN_SHIM_KEY")) : NULL;
-    char *token = getenv("PSPAWN_SHIM_TOKEN") ? strdup(getenv("PSPAWN_SHIM_TOKEN")) : NULL;
-    char *tasks = getenv("PSPAWN_SHIM_LOCAL_TASKS") ? strdup(getenv("PSPAWN_SHIM_LOCAL_TASKS")) : NULL;
-    const char *sigmode = getenv("PSPAWN_SHIM_SIGNALS");
-    const char *proctrack = getenv("PSPAWN_SHIM_PROCTRACK");
-    char *mover = getenv("PSPAWN_SHIM_MOVER") ? strdup(getenv("PSPAWN_SHIM_MOVER")) : NULL;
     /* Stand-ins' sub-zygotes are forked from the root unless the step
      * asks otherwise: with exec'd ones, stand-ins the root forwarded while
      * a sub-zygote was still starting have been seen, under load, to run
      * by plain exec instead (correct, but the slow path). */
-    const char *asked = getenv("PSPAWN_SHIM_OPTIONS");
+    const char *asked = shim.options;
     char *options = NULL;
     if (asked && strstr(asked, "subzygote="))
         options = strdup(asked);
     else if (asprintf(&options, "%s%ssubzygote=fork", asked ? asked : "",
                       asked && *asked ? "," : "") < 0)
         options = NULL;
-    int relay = sigmode && !strcmp(sigmode, "yes");
-    if (!sigmode || !strcmp(sigmode, "auto"))
-        relay = proctrack && strstr(proctrack, "cgroup");
-    /* The task sees the environment plain srun gives. */
-    static const char *const ours[] = { "PSPAWN_SHIM_KEY", "PSPAWN_SHIM_TOKEN",
-        "PSPAWN_SHIM_LOCAL_TASKS", "PSPAWN_SHIM_SIGNALS", "PSPAWN_SHIM_PROCTRACK",
-        "PSPAWN_SHIM_DEBUG", "PSPAWN_SHIM_ARGV0", "PSPAWN_SHIM_MOVER", "PSPAWN_SHIM_OPTIONS" };
-    for (size_t i = 0; i < sizeof ours / sizeof ours[0]; i++)
-        unsetenv(ours[i]);
+    /* signals=auto: only proctrack/cgroup signals the shims alone (and
+     * with SignalChildrenProcesses=yes, the tasks too). */
+    int relay = shim.signals && !strcmp(shim.signals, "yes");
+    if (!shim.signals || !strcmp(shim.signals, "auto"))
+        relay = shim.proctrack && strstr(shim.proctrack, "cgroup") &&
+                !(shim.signal_children && !strcmp(shim.signal_children, "1"));
 
     char path[PATH_MAX];
     targv[0] = slurm_build_path(targv[0]);
     snprintf(path, sizeof path, "%s", targv[0]);
-    if (!key || !token || strlen(token) >= PSPAWN_TOKEN_LEN)
+    if (!shim.key || !shim.token || strlen(shim.token) >= PSPAWN_TOKEN_LEN)
         exec_plain(path, targv, "no step key or token");
     struct program prog;
     int err = pspawn_program_inspect(&prog, path);
@@ -365,14 +497,21 @@ int main(int argc, char **argv)
         exec_plain(path, targv, "#! script: exec'd as is");
 
     struct pspawn_standin_client client = {
-        .path = path, .key = key, .token = token, .local_tasks = tasks, .log = log_line,
-        .options = options, .argv = targv, .prog = &prog,
+        .path = path, .key = shim.key, .token = shim.token, .local_tasks = shim.tasks,
+        .log = log_line, .options = options, .argv = targv, .prog = &prog,
     };
     int sock = pspawn_standin_connect(&client);
     pid_t zpid = client.zpid;
     int fail_fd = client.fail_fd;
     if (sock < 0)
-        exec_plain(path, targv, "zygote cannot be reached");
+        exec_plain(path, targv, "no zygote to serve the task");
+    /* The zygote answers within milliseconds of its turn; one that does
+     * not within 3 x PSPAWN_TIMEOUT (the library's wait for a zygote,
+     * default 10 s) is taken as gone (the held task, if any, is
+     * cancelled and never runs).  Our request never waits longer. */
+    int wait_ms = pspawn_standin_wait_ms();
+    struct timeval snd = { wait_ms / 1000, (wait_ms % 1000) * 1000 };
+    setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &snd, sizeof snd);
 
     if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
         exec_plain(path, targv, "no pipe");
@@ -380,16 +519,17 @@ int main(int argc, char **argv)
      * have its pid: if the zygote dies before telling us, we cancel it
      * and exec instead, and no task runs twice. */
     struct pspawn_hold hold = { .held = 0 };
-    if ((err = pspawn_standin_send(sock, targv, token, sig_pipe, 2, &hold)))
-        exec_plain(path, targv, strerror(err));
-    /* The zygote answers within milliseconds of its turn; one that does
-     * not within STARTED_TIMEOUT_MS is taken as gone (the held task, if
-     * any, is cancelled and never runs). */
+    if ((err = pspawn_standin_send(sock, targv, shim.token, sig_pipe, 2, &hold))) {
+        char why[160];
+        if (err == EMFILE)
+            snprintf(why, sizeof why, "more inherited fds than a request passes (%d with 0-2): "
+                     "none is left out", PSPAWN_FD_MAX);
+        else
+            snprintf(why, sizeof why, "the request was not sent: %s", strerror(err));
+        exec_plain(path, targv, why);
+    }
     struct standin_reply r;
-    const char *limit = getenv("PSPAWN_TIMEOUT");     /* libpspawn's, in seconds */
-    double limit_s = limit && *limit ? strtod(limit, NULL) : 0;
-    int started_ms = limit_s > 0 ? (int)(3000 * limit_s) : STARTED_TIMEOUT_MS;
-    ssize_t got = recv_within(sock, &r, sizeof r, started_ms);
+    ssize_t got = recv_within(sock, &r, sizeof r, wait_ms);
     if (got != (ssize_t)sizeof r || r.magic != PSPAWN_MAGIC || r.kind != STANDIN_STARTED) {
         int timed_out = got < 0 && errno == ETIMEDOUT;
         pspawn_standin_go(&hold, 0);
@@ -398,8 +538,13 @@ int main(int argc, char **argv)
                                 : timed_out ? "zygote did not answer in time (3 x PSPAWN_TIMEOUT)"
                                             : "zygote refused the task");
     }
+    if (r.pid <= 0 || !zygote_made(sock, r.pid)) {
+        pspawn_standin_go(&hold, 0);
+        close(sock);
+        exec_plain(path, targv, "zygote named a task that is not its child");
+    }
     pid_t task = r.pid;
-    if (mover && (err = move_task(mover, task, token))) {
+    if (shim.mover && (err = move_task(shim.mover, task, shim.token, wait_ms))) {
         /* Not the step's any more: the zygote died since it replied, and
          * the held task is init's.  Cancel it and exec, in our cgroups. */
         if (err == ESRCH && zygote_gone(sock)) {
@@ -411,36 +556,25 @@ int main(int argc, char **argv)
     }
     /* Held, the task cannot have exited: this pidfd is its own. */
     int task_pidfd = (int)syscall(SYS_pidfd_open, task, 0);
+    /* Our signal dispositions before the task runs: a signal that comes
+     * meanwhile waits, blocked, and is then relayed (or ignored). */
+    sigset_t all, old;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, &old);
+    set_signals(relay);
     pspawn_standin_go(&hold, 1);
+    sigprocmask(SIG_SETMASK, &old, NULL);
     say("task %d forked by the zygote (relay signals: %s)", (int)task, relay ? "yes" : "no");
 
-    if (relay) {
-        struct sigaction sa = { .sa_handler = on_signal };
-        sigemptyset(&sa.sa_mask);
-        for (int sig = 1; sig < NSIG; sig++)
-            if (sig != SIGKILL && sig != SIGSTOP && sig != SIGCHLD && sig != SIGSEGV &&
-                sig != SIGBUS && sig != SIGFPE && sig != SIGILL && sig != SIGTRAP &&
-                sig != SIGPIPE && !(sig >= 32 && sig < SIGRTMIN))
-                sigaction(sig, &sa, NULL);
-    } else {
-        /* Signals reach the task by themselves: do not die before it. */
-        for (int sig = 1; sig < NSIG; sig++)
-            if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT ||
-                sig == SIGUSR1 || sig == SIGUSR2 || sig == SIGALRM || sig == SIGCONT)
-                signal(sig, SIG_IGN);
-    }
     int status = -1;
-    wait_task(sock, task, task_pidfd);
+    wait_task(sock, task, task_pidfd, wait_ms / 3);   /* PSPAWN_TIMEOUT, 10 s by default */
     got = recv(sock, &r, sizeof r, MSG_DONTWAIT);
-    if (got == (ssize_t)sizeof r && r.kind == STANDIN_EXITED)
+    if (got == (ssize_t)sizeof r && r.magic == PSPAWN_MAGIC && r.kind == STANDIN_EXITED &&
+        r.pid == task)
         status = r.status;
     close(sock);
-    if (zpid > 0) {
-        /* The zygote is our child: it stays in the step's process tree
-         * until every task of the node has been served. */
-        while (waitpid(zpid, NULL, 0) < 0 && errno == EINTR)
-            ;
-    }
+    if (zpid > 0)
+        wait_zygote(zpid, wait_ms);
     if (fail_fd >= 0)
         close(fail_fd);
     if (status == -1)

@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,26 +96,31 @@ static char *read_proc(pid_t pid, const char *what)
     return read_text(path);
 }
 
-/* PID's parent, and its real uid in *UID; -1 if gone. */
+/* PID's parent, and its uid in *UID: the real one, or -1 when its real,
+ * effective, saved and file-system uids are not all the same (a set-uid
+ * program's, say); -1 if gone. */
 static pid_t parent_of(pid_t pid, uid_t *uid)
 {
     char *status = read_proc(pid, "status");
     unsigned long long ppid;
     const char *u = status ? strstr(status, "\nUid:") : NULL;
-    unsigned long r;
-    int ok = u && sscanf(u, "\nUid: %lu", &r) == 1 && pspawn_proc_stat(pid, 4, 4, &ppid) == 0;
+    unsigned long r, e, s, f;
+    int ok = u && sscanf(u, "\nUid: %lu %lu %lu %lu", &r, &e, &s, &f) == 4 &&
+             pspawn_proc_stat(pid, 4, 4, &ppid) == 0;
     free(status);
     if (!ok)
         return -1;
-    *uid = (uid_t)r;
+    *uid = r == e && r == s && r == f ? (uid_t)r : (uid_t)-1;
     return (pid_t)ppid;
 }
 
-/* Whether PID runs as the step's user and descends from this slurmstepd. */
-static int ours(pid_t pid)
+/* Whether PID runs with the credentials of the shim that asks (PEER, its
+ * SO_PEERCRED: every uid of PID is its uid) and descends from this
+ * slurmstepd. */
+static int ours(pid_t pid, const struct ucred *peer)
 {
     uid_t uid;
-    if (pid <= 1 || parent_of(pid, &uid) < 0 || uid != mv.uid)
+    if (pid <= 1 || parent_of(pid, &uid) < 0 || uid != peer->uid || uid == (uid_t)-1)
         return 0;
     pid_t p = pid;
     for (int depth = 0; depth < 16 && p > 1; depth++) {
@@ -124,6 +130,41 @@ static int ours(pid_t pid)
             return 1;
     }
     return 0;
+}
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
+
+/* The process a pid names when the request comes: a pidfd (it names that
+ * process whatever its number becomes), or, before Linux 5.3, the pid and
+ * its start time. */
+struct target {
+    pid_t pid;
+    int pidfd;
+    unsigned long long start;
+};
+
+static int target_open(struct target *t, pid_t pid)
+{
+    t->pid = pid;
+    t->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (t->pidfd < 0 && errno != ENOSYS)
+        return -1;
+    return pspawn_proc_stat(pid, 22, 22, &t->start);
+}
+
+/* Whether T's process still exists (a zombie does: its pid is not free),
+ * so that its pid is still its own. */
+static int target_alive(const struct target *t)
+{
+    if (t->pidfd >= 0)
+        return syscall(SYS_pidfd_send_signal, t->pidfd, 0, NULL, 0) == 0;
+    unsigned long long start;
+    return pspawn_proc_stat(t->pid, 22, 22, &start) == 0 && start == t->start;
 }
 
 static int write_pid(const char *file, pid_t pid)
@@ -138,10 +179,15 @@ static int write_pid(const char *file, pid_t pid)
     return err;
 }
 
-/* Put PID into the cgroups of SHIM.  Returns 0 or an errno; *MOVED. */
-static int move(pid_t shim, pid_t pid, int *moved)
+/* Put T into the cgroups of SHIM.  Returns 0 or an errno; *MOVED.  A pid
+ * is only a number, which the kernel gives to a new process once the one
+ * it named is reaped: all that was read of it holds only if it still
+ * lives after, and what was written went to it only if it still lives
+ * after the write. */
+static int move(pid_t shim, const struct target *t, int *moved)
 {
     *moved = 0;
+    pid_t pid = t->pid;
     char *to = read_proc(shim, "cgroup"), *from = read_proc(pid, "cgroup");
     char *mounts = read_text("/proc/self/mountinfo");
     static char paths[PSPAWN_CG_MAX][PATH_MAX];
@@ -149,13 +195,20 @@ static int move(pid_t shim, pid_t pid, int *moved)
     free(to);
     free(from);
     free(mounts);
-    if (n < 0)
+    if (n < 0 || !target_alive(t))
         return ESRCH;
     int err = 0;
     for (int i = 0; i < n; i++) {
         int e = write_pid(paths[i], pid);
         if ((e == EACCES || e == EPERM) && become_root() == 0)
             e = write_pid(paths[i], pid);
+        if (!e && !target_alive(t)) {
+            /* Gone between our look and the write: the number may be
+             * another process's now, which that write moved. */
+            slurm_error("pspawn: mover: task %d ended as it was moved into %s: if its pid was "
+                        "reused at once, another process went there", (int)pid, paths[i]);
+            return ESRCH;
+        }
         if (e) {
             slurm_error("pspawn: moving task %d into %s: %s", (int)pid, paths[i], strerror(e));
             err = e;
@@ -235,16 +288,23 @@ static void finish(struct conn *c, int ready)
         reply(c, EPROTO, 0);
     } else if (!pspawn_tokens_equal(q.token, mv.token, PSPAWN_MOVER_TOKEN)) {
         reply(c, EPERM, 0);
-    } else if (!ours(q.pid)) {
-        /* The step's own shim, for a process that is not (or no longer)
-         * the step's: its zygote died and the task, still held, is init's
-         * now.  The shim then cancels it and execs: no error for the
-         * user's output. */
-        slurm_debug("pspawn: mover: pid %d is not a process of this step", (int)q.pid);
-        reply(c, ESRCH, 0);
     } else {
-        int moved;
-        int err = move(c->peer, q.pid, &moved);
+        /* The process, held by a pidfd before anything is read of it. */
+        struct target t;
+        struct ucred peer = { c->peer, c->peer_uid, (gid_t)-1 };
+        int moved = 0, err = target_open(&t, q.pid) < 0 ? ESRCH : 0;
+        if (!err && (!ours(q.pid, &peer) || !target_alive(&t))) {
+            /* The step's own shim, for a process that is not (or no
+             * longer) the step's: its zygote died and the task, still
+             * held, is init's now.  The shim then cancels it and execs:
+             * no error for the user's output. */
+            slurm_debug("pspawn: mover: pid %d is not a process of this step", (int)q.pid);
+            err = ESRCH;
+        }
+        if (!err)
+            err = move(c->peer, &t, &moved);
+        if (t.pidfd >= 0)
+            close(t.pidfd);
         reply(c, err, moved);
     }
     close(c->fd);

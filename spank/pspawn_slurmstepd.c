@@ -23,9 +23,11 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -46,6 +48,7 @@ static struct {
     char token[2 * TOKEN_BYTES + 1];
     char local_tasks[16];
     char proctrack[64];             /* "" when unknown */
+    char signal_children[2];        /* "1": SignalChildrenProcesses=yes, else "" */
     char mover[96];                 /* the mover's name, "" if none */
     char options[1040];             /* the site's libpspawn options, then the step's */
 } step;
@@ -97,6 +100,64 @@ static void read_proctrack(char *buf, size_t len)
         strncmp(conf->proctrack_type, "proctrack/", 10) == 0 &&
         strlen(conf->proctrack_type) < len)
         snprintf(buf, len, "%s", conf->proctrack_type);
+}
+
+/* Whether the cgroup.conf at PATH says SignalChildrenProcesses=yes
+ * (Slurm 24.11: proctrack/cgroup then signals every process of a step,
+ * its tasks too, not only slurmstepd's children).  -1: no such file. */
+static int signal_children_in(const char *path)
+{
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -1;
+    char line[1024];
+    int yes = 0;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "#\n")] = '\0';
+        char *k = line + strspn(line, " \t");
+        size_t klen = strcspn(k, " \t=");
+        if (klen != 23 || strncasecmp(k, "SignalChildrenProcesses", 23) != 0)
+            continue;
+        char *v = k + klen + strspn(k + klen, " \t");
+        if (*v != '=')
+            continue;
+        v += 1 + strspn(v + 1, " \t");
+        v[strcspn(v, " \t")] = '\0';
+        yes = !strcasecmp(v, "yes") || !strcasecmp(v, "true") || !strcasecmp(v, "up") ||
+              !strcmp(v, "1");
+    }
+    fclose(f);
+    return yes;
+}
+
+/* cgroup.conf, which SPANK does not show either: slurmstepd has it from
+ * slurmd in a structure of Slurm's own (no API), so the file is read
+ * where slurmd found it: beside slurm.conf (slurm_conf's own path, then
+ * $SLURM_CONF's), in slurmd's configless cache, or in /etc/slurm. */
+static void read_signal_children(char *buf, size_t len)
+{
+    const slurm_conf_t *conf = dlsym(RTLD_DEFAULT, "slurm_conf");
+    const char *env = getenv("SLURM_CONF");
+    char dirs[3][PATH_MAX];
+    int n = 0;
+    const char *beside[] = { conf ? conf->slurm_conf : NULL, env };
+    for (int i = 0; i < 2; i++)
+        if (beside[i] && strrchr(beside[i], '/'))
+            snprintf(dirs[n++], PATH_MAX, "%.*s", (int)(strrchr(beside[i], '/') - beside[i]),
+                     beside[i]);
+    if (conf && conf->slurmd_spooldir)
+        snprintf(dirs[n++], PATH_MAX, "%s/conf-cache", conf->slurmd_spooldir);
+    buf[0] = '\0';
+    int yes = -1;
+    for (int i = 0; i < n && yes < 0; i++) {
+        char path[PATH_MAX + 16];
+        snprintf(path, sizeof path, "%s/cgroup.conf", dirs[i]);
+        yes = signal_children_in(path);
+    }
+    if (yes < 0)
+        yes = signal_children_in("/etc/slurm/cgroup.conf");
+    if (yes > 0 && len > 1)
+        snprintf(buf, len, "1");
 }
 
 static int make_token(char *hex)
@@ -188,6 +249,7 @@ int pspawn_stepd_user_init(spank_t sp)
     snprintf(step.key, sizeof step.key, "%u.%u.%u", (unsigned)uid, jobid, stepid);
     snprintf(step.local_tasks, sizeof step.local_tasks, "%u", local_tasks);
     read_proctrack(step.proctrack, sizeof step.proctrack);
+    read_signal_children(step.signal_children, sizeof step.signal_children);
     snprintf(step.mover, sizeof step.mover, "pspawn-%s.mover", step.key);
     const char *mine = pspawn_option_options();
     snprintf(step.options, sizeof step.options, "%s%s%s", pspawn_config.options,
@@ -202,17 +264,19 @@ int pspawn_stepd_user_init(spank_t sp)
         step.mover[0] = '\0';
     }
     step.use = 1;
-    say("pspawn: step %u.%u: %u task(s) through %s (signals=%s, proctrack %s%s%s)",
+    say("pspawn: step %u.%u: %u task(s) through %s (signals=%s, proctrack %s%s%s%s)",
         jobid, stepid, local_tasks, pspawn_config.shim,
         pspawn_signals_name(pspawn_config.signals),
-        step.proctrack[0] ? step.proctrack : "unknown", step.options[0] ? ", " : "",
-        step.options);
+        step.proctrack[0] ? step.proctrack : "unknown",
+        step.signal_children[0] ? " with SignalChildrenProcesses=yes" : "",
+        step.options[0] ? ", " : "", step.options);
     return 0;
 }
 
 static const char *const shim_vars[] = {
     "PSPAWN_SHIM_KEY", "PSPAWN_SHIM_TOKEN", "PSPAWN_SHIM_LOCAL_TASKS",
     "PSPAWN_SHIM_SIGNALS", "PSPAWN_SHIM_DEBUG", "PSPAWN_SHIM_PROCTRACK",
+    "PSPAWN_SHIM_SIGNAL_CHILDREN",
     "PSPAWN_SHIM_ARGV0", "PSPAWN_SHIM_MOVER", "PSPAWN_SHIM_OPTIONS",
 };
 
@@ -237,6 +301,7 @@ static int set_shim_vars(spank_t sp)
         { "PSPAWN_SHIM_SIGNALS", pspawn_signals_name(pspawn_config.signals) },
         { "PSPAWN_SHIM_DEBUG", pspawn_config.debug ? "1" : "0" },
         { "PSPAWN_SHIM_PROCTRACK", step.proctrack },
+        { "PSPAWN_SHIM_SIGNAL_CHILDREN", step.signal_children },
         { "PSPAWN_SHIM_MOVER", step.mover },
         { "PSPAWN_SHIM_OPTIONS", step.options },
     };

@@ -13,13 +13,16 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <linux/magic.h>
 #include <poll.h>
 #include <stddef.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -297,6 +300,7 @@ struct task {
     char argv0[256];            /* what execve runs */
     char user_argv[512];        /* the task's argv as the shim passes it on, joined by ' ' */
     char key[64], token[64], local_tasks[16], signals[8], debug[4], proctrack[64], mover[96];
+    char signal_children[4];
     int n_pspawn_vars;
 };
 
@@ -401,6 +405,7 @@ static int run_step(const struct step *s, struct task *t, int ntasks_run, struct
         copy_var(tk->debug, sizeof tk->debug, "PSPAWN_SHIM_DEBUG");
         copy_var(tk->proctrack, sizeof tk->proctrack, "PSPAWN_SHIM_PROCTRACK");
         copy_var(tk->mover, sizeof tk->mover, "PSPAWN_SHIM_MOVER");
+        copy_var(tk->signal_children, sizeof tk->signal_children, "PSPAWN_SHIM_SIGNAL_CHILDREN");
         tk->n_pspawn_vars = env_count_prefix("PSPAWN_") + env_count_prefix("SLURM_PSPAWN_");
 #ifdef HAVE_SPANK_PREPEND_TASK_ARGV
         for (int i = 0; host.task_argv[i]; i++)
@@ -476,6 +481,64 @@ static void test_contain_spank(void)
 
 /* ---- the mover (as root only) ---- */
 
+/* The plugin's open() is this one (exported with -export-dynamic), so
+ * that a test can end the process whose pid the mover is about to write
+ * into a cgroup.procs and give that pid to another process (through
+ * ns_last_pid): the race of a pid reused between the mover's checks and
+ * its write, made certain. */
+static struct {
+    pid_t victim;       /* armed: at the next cgroup.procs, end it */
+    pid_t successor;    /* the process that got its pid, or 0 */
+    uid_t uid;          /* the successor's */
+} reuse;
+
+int open(const char *path, int flags, ...)
+{
+    mode_t mode = 0;
+    if (flags & (O_CREAT | O_TMPFILE)) {
+        va_list ap;
+        va_start(ap, flags);
+        mode = (mode_t)va_arg(ap, int);
+        va_end(ap);
+    }
+    if (reuse.victim > 0 && strstr(path, "cgroup.procs")) {
+        pid_t v = reuse.victim;
+        reuse.victim = 0;
+        kill(v, SIGKILL);
+        waitpid(v, NULL, 0);
+        char last[32];
+        snprintf(last, sizeof last, "%d", (int)v - 1);
+        for (int tries = 0; tries < 50 && !reuse.successor; tries++) {
+            int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/sys/kernel/ns_last_pid", O_WRONLY);
+            if (fd < 0 || write(fd, last, strlen(last)) < 0) {
+                if (fd >= 0)
+                    close(fd);
+                break;
+            }
+            close(fd);
+            pid_t p = fork();
+            if (p == 0) {
+                /* The step's user, like the victim: a process the mover
+                 * would move, if it looked at the number alone. */
+                syscall(SYS_setresgid, reuse.uid, reuse.uid, reuse.uid);
+                syscall(SYS_setresuid, reuse.uid, reuse.uid, reuse.uid);
+                for (;;)
+                    pause();
+            }
+            if (p == v) {
+                reuse.successor = p;
+            } else if (p > 0) {
+                kill(p, SIGKILL);
+                waitpid(p, NULL, 0);
+            }
+        }
+    }
+    return (int)syscall(SYS_openat, AT_FDCWD, path, flags, mode);
+}
+
+/* The euid ask_mover's task runs with (-1: the user's, as every uid). */
+static int task_euid = -1;
+
 struct mover_result {
     int err, moved;
     char cgroup[512];           /* the task's /proc/PID/cgroup afterwards */
@@ -515,24 +578,29 @@ static struct mover_result ask_mover(const char *name, uid_t uid, const char *to
             _exit(1);
         if (shim_cg)
             join_cgroup(shim_cg, getpid());
-        int hold[2];
-        if (pipe(hold) < 0)
+        int hold[2], ready[2];
+        if (pipe(hold) < 0 || pipe(ready) < 0)
             _exit(1);
         pid_t t = fork();
         if (t == 0) {
             close(hold[1]);
+            close(ready[0]);
             if (task_cg)
                 join_cgroup(task_cg, getpid());
-            if (setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
+            uid_t e = task_euid >= 0 ? (uid_t)task_euid : uid;
+            if (setresgid(uid, uid, uid) < 0 || setresuid(uid, e, e) < 0)
                 _exit(1);
+            close(ready[1]);
             char c;
             (void)!read(hold[0], &c, 1);     /* until the shim is done */
             _exit(0);
         }
         close(hold[0]);
+        close(ready[1]);
         if (setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
             _exit(1);
-        usleep(20000);  /* the task has joined its cgroup and changed its uid */
+        char c;
+        (void)!read(ready[0], &c, 1);   /* the task has joined its cgroup and changed its uid */
         struct mover_result r = { -1, -1, "" };
         struct sockaddr_un a;
         int alen = pspawn_abstract_addr(&a, name);
@@ -632,6 +700,54 @@ static const char *cgroup_base(char *cpus, char *mems)
     return NULL;
 }
 
+/* The task ends, and its pid goes to another process of the user's, just
+ * before the mover writes it into the shim's cgroup a: the mover must see
+ * that the pid it wrote is no longer its task's. */
+static void test_mover_pid_reuse(const char *name, uid_t user, const char *token, const char *a,
+                                 const char *b)
+{
+    int hold[2], ready[2];
+    if (pipe(hold) < 0 || pipe(ready) < 0)
+        return;
+    fflush(stdout);
+    pid_t victim = fork();
+    if (victim == 0) {
+        close(hold[1]);
+        close(ready[0]);
+        join_cgroup(b, getpid());
+        if (setresgid(user, user, user) < 0 || setresuid(user, user, user) < 0)
+            _exit(1);
+        close(ready[1]);
+        char c;
+        (void)!read(hold[0], &c, 1);
+        _exit(0);
+    }
+    close(hold[0]);
+    close(ready[1]);
+    char c;
+    (void)!read(ready[0], &c, 1);   /* in b, as the user */
+    close(ready[0]);
+    reuse.successor = 0;
+    reuse.uid = user;
+    reuse.victim = victim;
+    struct mover_result r = ask_mover(name, user, token, victim, a, NULL);
+    reuse.victim = 0;
+    close(hold[1]);
+    if (!reuse.successor) {
+        printf("# the pid of an ended task could not be given to another process here "
+               "(ns_last_pid): the race is not played\n");
+        tap_skip("no pid reuse through ns_last_pid",
+                 "a task's pid reused just before the mover's write: ESRCH");
+    } else {
+        tap_ok(r.err == ESRCH, "a task's pid reused by another process just before the mover "
+               "writes it: the mover sees its task gone and answers ESRCH, not a move (err %d, "
+               "moved %d)", r.err, r.moved);
+        kill(reuse.successor, SIGKILL);
+        waitpid(reuse.successor, NULL, 0);
+    }
+    waitpid(victim, NULL, WNOHANG);
+}
+
 static void test_mover(void)
 {
     const uid_t user = 65534;
@@ -688,6 +804,11 @@ static void test_mover(void)
            "(err %d)", r.err);
     r = ask_mover(name, 0, token, 0, NULL, NULL);
     tap_ok(r.err == EPERM, "a shim of another uid (root) is refused (err %d)", r.err);
+    task_euid = 0;
+    r = ask_mover(name, user, token, 0, NULL, NULL);
+    task_euid = -1;
+    tap_ok(r.err == ESRCH, "a task whose real uid is the user's but not its effective one (a "
+           "set-uid program's) is not the shim's to move: ESRCH (err %d)", r.err);
 
     /* A shim that connects and stalls (suspended, say) holds up nobody:
      * the next one is answered while it still waits for its reply. */
@@ -738,6 +859,7 @@ static void test_mover(void)
                "with slurmstepd's euid dropped, the task is moved from b into its shim's cgroup a "
                "(err %d, moved %d, %s)", r.err,
                r.moved, strstr(r.cgroup, "pspawn-test") ? strstr(r.cgroup, "pspawn-test") : "?");
+        test_mover_pid_reuse(name, user, token, a, b);
         rmdir(a);
         rmdir(b);
         rmdir(dir);
@@ -751,6 +873,46 @@ out:
 }
 
 #define ARGV(...) { __VA_ARGS__, NULL }
+
+static void expect_shim(const char *what, const struct step *s, struct task *t);
+
+/* cgroup.conf's SignalChildrenProcesses, found beside slurm.conf, reaches
+ * the shim (its signals=auto then relays nothing under proctrack/cgroup). */
+static void test_signal_children(void)
+{
+    char dir[] = "/tmp/pspawn-test-conf.XXXXXX", conf[64], cg[64];
+    if (!mkdtemp(dir)) {
+        tap_skip("no temporary directory", "SignalChildrenProcesses read from cgroup.conf");
+        return;
+    }
+    snprintf(conf, sizeof conf, "%s/slurm.conf", dir);
+    snprintf(cg, sizeof cg, "%s/cgroup.conf", dir);
+    slurm_conf.slurm_conf = conf;
+    slurm_conf.proctrack_type = "proctrack/cgroup";
+    static const struct {
+        const char *text, *want;
+    } cases[] = {
+        { "CgroupPlugin=autodetect\n  signalchildrenprocesses = Yes  # 24.11\n", "1" },
+        { "SignalChildrenProcesses=no\n", "-" },
+        { "#SignalChildrenProcesses=yes\nConstrainCores=yes\n", "-" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct task t;
+        write_file(cg, cases[i].text);
+        expect_shim("--pspawn, proctrack/cgroup",
+                    &(struct step){ .plugstack = "shim=" SHIM, .option_given = 1, .stepid = 3,
+                                    .local_tasks = 2, .argv = ARGV("app") },
+                    &t);
+        tap_ok(strcmp(t.signal_children, cases[i].want) == 0,
+               "cgroup.conf beside slurm.conf \"%.*s\": PSPAWN_SHIM_SIGNAL_CHILDREN %s (%s)",
+               (int)strcspn(cases[i].text, "\n"), cases[i].text,
+               strcmp(cases[i].want, "1") == 0 ? "=1" : "unset", t.signal_children);
+    }
+    unlink(cg);
+    rmdir(dir);
+    slurm_conf.slurm_conf = NULL;
+    slurm_conf.proctrack_type = NULL;
+}
 
 static void expect_plain(const char *what, const struct step *s)
 {
@@ -974,6 +1136,7 @@ int main(void)
                                 .local_tasks = 2, .argv = ARGV("app") },
                 &t2);
     tap_ok(strcmp(t2.proctrack, "-") == 0, "no PSPAWN_SHIM_PROCTRACK when it is unknown");
+    test_signal_children();
 
     tap_done();
     return tap_failed ? 1 : 0;

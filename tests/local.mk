@@ -256,3 +256,8 @@ tests_lifecycle_LDFLAGS = $(driver_link_flags)
 
 TESTS += tests/lifecycle tests/lifecycle-standin.sh
 EXTRA_DIST += tests/lifecycle-standin.sh
+
+# The stand-in path's hardening (shim, stand-in zygote); case 7 of
+# standin.sh on its own, and in a loop (STANDIN_LOOP_RUNS, default 500).
+TESTS += tests/standin-hardening.sh
+EXTRA_DIST += tests/standin-hardening.sh tests/standin-case7.sh tests/standin-case7-loop.sh

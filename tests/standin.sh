@@ -94,17 +94,22 @@ rc=$?
 [ $rc = 4 ] && grep -q 'plain exec: zygote refused' "$tmp/err.tok"
 ok $? "a wrong token is refused; the task still runs once, by exec (rc $rc)" || diag_file "$tmp/err.tok"
 cat >"$tmp/connect.py" <<EOF
-import socket, sys
+import socket, struct, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 s.settimeout(5)
+said = ""
 try:
     s.connect("\0pspawn-$PSPAWN_SHIM_KEY")
-    data = s.recv(64)
-    print("closed" if data == b"" else "answered")
+    data = s.recv(1 << 18)
+    # The hello (kind 4), then nothing until a request.
+    if len(data) >= 16 and struct.unpack("<Ii", data[:8])[1] == 4:
+        said = "hello, "
+        data = s.recv(64)
+    print(said + ("closed" if data == b"" else "answered"))
 except ConnectionResetError:
-    print("closed")
+    print(said + "closed")
 except socket.timeout:
-    print("kept")
+    print(said + "kept")
 EOF
 if command -v setpriv >/dev/null && [ "$uid" = 0 ]; then
     res=$(setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 -c "$(cat "$tmp/connect.py")" 2>&1)
@@ -114,8 +119,8 @@ else
     skip "needs root and setpriv to act as a second user" "another user's connection is closed"
 fi
 res=$(/usr/bin/python3 "$tmp/connect.py" 2>&1)
-[ "$res" = kept ]
-ok $? "our own user's connection is kept, waiting for a request ($res)"
+[ "$res" = "hello, kept" ]
+ok $? "our own user's connection gets the zygote's hello, then is kept, waiting for a request ($res)"
 kill -TERM $holder
 wait $holder
 
@@ -162,40 +167,17 @@ else
     skip "Linux $(uname -r) keeps no exit status for a pidfd" "every exit code kept"
 fi
 
-# 7. The zygote killed at any moment of a batch of 8 stand-ins: every task
-#    runs exactly once (forked, or exec'd by its stand-in when the zygote
-#    went before it had the task's pid), and nothing hangs.
+# 7. The zygote killed at any moment of a batch of 8 stand-ins (and one
+#    stand-in that starts late): see standin-case7.sh.
+. "$TESTS_SRCDIR/standin-case7.sh"
 for delay in 0 1 3 10 30; do
-    export PSPAWN_SHIM_KEY="$uid.$$.7.$delay" PSPAWN_SHIM_LOCAL_TASKS=8
-    : >"$tmp/runs7"
-    rm -f "$tmp"/err7.* "$tmp"/rc7.*
-    for i in 0 1 2 3 4 5 6 7; do
-        ( PSPAWN_RANK=$i timeout 60 "$shim" "$task" append "$tmp/runs7" 2>"$tmp/err7.$i" >/dev/null
-          echo $? >"$tmp/rc7.$i" ) &
-    done
-    zpid=
-    for _ in $(seq 400); do zpid=$(zygote_pid "$tmp"/err7.*); [ -n "$zpid" ] && break; sleep 0.005; done
-    [ "$delay" = 0 ] || sleep "0.0$(printf %02d "$delay")"
-    [ -n "$zpid" ] && kill -KILL "$zpid"
-    wait
-    bad=0
-    for i in 0 1 2 3 4 5 6 7; do
-        n=$(grep -c "^$i " "$tmp/runs7")
-        rc=$(cat "$tmp/rc7.$i")
-        if [ "$rc" = 1 ] && [ $new_kernel = 0 ] && grep -q 'exit status is unknown' "$tmp/err7.$i"; then
-            rc=0    # ran, and ended; a kernel before 6.15 lost its status
-        fi
-        if [ "$n" != 1 ] || [ "$rc" != 0 ]; then
-            bad=1; diag "rank $i ran $n times, its stand-in exited $rc"; diag_file "$tmp/err7.$i" 6
-        fi
-    done
-    forked=$(cat "$tmp"/err7.* | grep -c 'forked by the zygote')
-    [ $bad = 0 ]
-    ok $? "zygote killed $delay ms after it parked, 8 stand-ins: every task ran exactly once, every stand-in exited 0, none hung ($forked forked, $((8 - forked)) exec'd)"
+    kill_batch $delay
 done
+kill_batch 0 6
 
 # 8. The zygote killed after it forked a task and before it told the
-#    stand-in its pid (strace kills it as it sends that reply): the held
+#    stand-in its pid (strace kills it as it sends that reply, its second
+#    send to the stand-in after its hello): the held
 #    task must not keep the stand-in's connection open, so that the
 #    stand-in sees the zygote go, cancels the task and execs instead.
 if command -v strace >/dev/null && [ "$uid" = 0 ]; then
@@ -207,7 +189,7 @@ if command -v strace >/dev/null && [ "$uid" = 0 ]; then
         grep -q 'forked by the zygote' "$tmp/err8.0" && zpid=$(zygote_pid "$tmp/err8.0") && break
         sleep 0.02
     done
-    strace -qq -p "$zpid" -e trace=sendto -e inject=sendto:signal=KILL -o "$tmp/strace8" 2>"$tmp/strace8.err" &
+    strace -qq -p "$zpid" -e trace=sendto -e inject=sendto:signal=KILL:when=2 -o "$tmp/strace8" 2>"$tmp/strace8.err" &
     spid=$!
     for _ in $(seq 250); do     # until strace has attached
         [ "$(awk '/^TracerPid:/ { print $2 }' "/proc/$zpid/status" 2>/dev/null)" = "$spid" ] && break
@@ -277,18 +259,22 @@ else
     skip "needs root (the mover is root's)" "zygote lost before the mover moved the held task"
 fi
 
-# 10. A process squats the step's socket name and never accepts, its listen
-#     queue full (another user's would pass no credential check either): a
-#     stand-in does not block on it; its task runs once, by exec.
-export PSPAWN_SHIM_KEY="$uid.$$.10" PSPAWN_SHIM_LOCAL_TASKS=1
-cat >"$tmp/squat.py" <<EOF
-import socket, time
-name = "\0pspawn-$PSPAWN_SHIM_KEY"
+# 10. Squatting: anyone can bind one of the step's abstract names first.
+#     A process that squats the step's socket name and never accepts, its
+#     listen queue full, may be a busy zygote of ours: a stand-in waits
+#     for it no longer than 3 x PSPAWN_TIMEOUT; its task runs once, by exec.
+#     One of another user's, on the name, the lock or the mover's name,
+#     with its queue full or not, is never waited on.
+# squat.py NAME [full]: listen on abstract NAME, never accept; "full":
+# fill its queue first.  Says "squatting" on stdout.
+cat >"$tmp/squat.py" <<'EOF'
+import socket, sys, time
+name = "\0" + sys.argv[1]
 l = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 l.bind(name)
 l.listen(0)
 fill = []
-for _ in range(4):
+for _ in range(4 if sys.argv[2:] == ["full"] else 0):
     c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     c.setblocking(False)
     try:
@@ -299,16 +285,72 @@ for _ in range(4):
 print("squatting", len(fill), flush=True)
 time.sleep(60)
 EOF
-/usr/bin/python3 "$tmp/squat.py" >"$tmp/squat10" 2>&1 &
-squatter=$!
-for _ in $(seq 100); do grep -q squatting "$tmp/squat10" 2>/dev/null && break; sleep 0.05; done
-PSPAWN_RANK=0 timeout 30 "$shim" "$task" exit 6 2>"$tmp/err10"
+# squat_run CASE WHO NAME [full]: start the squatter as WHO (me, nobody).
+squat_run() {
+    _out=$tmp/squat.$1
+    if [ "$2" = nobody ]; then
+        shift 2
+        setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 -c "$(cat "$tmp/squat.py")" \
+            "$@" >"$_out" 2>&1 &
+    else
+        shift 2
+        /usr/bin/python3 "$tmp/squat.py" "$@" >"$_out" 2>&1 &
+    fi
+    squatter=$!
+    for _ in $(seq 100); do grep -q squatting "$_out" 2>/dev/null && break; sleep 0.05; done
+}
+export PSPAWN_SHIM_KEY="$uid.$$.10" PSPAWN_SHIM_LOCAL_TASKS=1
+squat_run 10 me "pspawn-$PSPAWN_SHIM_KEY" full
+t0=$(date +%s.%N)
+PSPAWN_TIMEOUT=0.5 PSPAWN_RANK=0 timeout 30 "$shim" "$task" exit 6 2>"$tmp/err10"
 rc=$?
+t=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
 kill $squatter 2>/dev/null
 wait $squatter 2>/dev/null
-[ $rc = 6 ] && grep -q 'plain exec' "$tmp/err10"
-ok $? "the step's name squatted by a listener with a full queue: no hang, the task runs by exec (rc $rc)" ||
-    { diag_file "$tmp/err10" 6; diag_file "$tmp/squat10"; }
+[ $rc = 6 ] && grep -q 'plain exec' "$tmp/err10" && awk -v t="$t" 'BEGIN { exit !(t < 10) }'
+ok $? "the step's name squatted by a listener with a full queue: no hang, the task runs by exec (rc $rc, ${t}s)" ||
+    { diag_file "$tmp/err10" 6; diag_file "$tmp/squat.10"; }
+if command -v setpriv >/dev/null && [ "$uid" = 0 ]; then
+    n=0
+    for what in name lock mover; do
+        for queue in open full; do
+            n=$((n + 1))
+            export PSPAWN_SHIM_KEY="$uid.$$.10.$n"
+            case $what in
+                name) sq="pspawn-$PSPAWN_SHIM_KEY" ;;
+                lock) sq="pspawn-$PSPAWN_SHIM_KEY.lock" ;;
+                mover) sq="pspawn-$PSPAWN_SHIM_KEY.mover"; export PSPAWN_SHIM_MOVER="$sq" ;;
+            esac
+            squat_run "10.$n" nobody "$sq" $queue
+            : >"$tmp/runs10"
+            t0=$(date +%s.%N)
+            PSPAWN_RANK=0 timeout 60 "$shim" "$task" append "$tmp/runs10" >/dev/null 2>"$tmp/err10.$n"
+            rc=$?
+            t=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+            kill $squatter 2>/dev/null
+            wait $squatter 2>/dev/null
+            unset PSPAWN_SHIM_MOVER
+            if [ $what = mover ]; then
+                # The task is forked all the same; it stays in the zygote's cgroups.
+                grep -q 'forked by the zygote' "$tmp/err10.$n" &&
+                    grep -q 'mover: Operation not permitted' "$tmp/err10.$n"
+            else
+                grep -q 'plain exec' "$tmp/err10.$n" && grep -q "is another user's" "$tmp/err10.$n"
+            fi
+            good=$?
+            [ $rc = 0 ] && [ $good = 0 ] && [ "$(grep -c '^0 ' "$tmp/runs10")" = 1 ] &&
+                awk -v t="$t" 'BEGIN { exit !(t < 5) }'
+            ok $? "the $what's name squatted by another user ($queue queue): not waited on, the task runs once (rc $rc, ${t}s)" ||
+                { diag_file "$tmp/err10.$n" 8; diag_file "$tmp/squat.10.$n"; }
+        done
+    done
+else
+    for what in name lock mover; do
+        for queue in open full; do
+            skip "needs root and setpriv to act as a second user" "the $what's name squatted by another user ($queue queue)"
+        done
+    done
+fi
 
 # 11. Fan-out (fanout=core: a zygote per CPU).  Stand-ins bound to CPU 0 get
 #     their tasks from the root, those bound to CPU 1 from the sub-zygote
@@ -408,12 +450,21 @@ t0=$(date +%s.%N)
 PSPAWN_RANK=1 timeout 60 "$shim" "$task" append "$tmp/runs13" 2>"$tmp/err13.1"
 rc=$?
 t=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
-[ -n "$zpid" ] && kill -KILL "$zpid"
-wait
 [ -n "$zpid" ] && [ $rc = 0 ] && [ "$(grep -c '^1 ' "$tmp/runs13")" = 1 ] &&
-    grep -q 'zygote did not answer in time' "$tmp/err13.1" && awk -v t="$t" 'BEGIN { exit !(t < 20) }'
+    grep -q 'in time (3 x PSPAWN_TIMEOUT)' "$tmp/err13.1" && awk -v t="$t" 'BEGIN { exit !(t < 20) }'
 ok $? "zygote stopped: a stand-in execs its task after the timeout (${t}s, rc $rc), which runs once" ||
     { diag_file "$tmp/err13.1" 6; diag_file "$tmp/runs13"; }
+# The zygote's starter, whose 3 s task has ended meanwhile (unreaped, its
+# zygote stopped): it gives up on the zygote's word and on the zygote
+# itself (3 x PSPAWN_TIMEOUT stopped), and ends as its task did (/proc
+# keeps an unreaped task's status).
+for _ in $(seq 300); do [ -s "$tmp/rc13.0" ] && break; sleep 0.1; done
+rc0=$(cat "$tmp/rc13.0" 2>/dev/null)
+[ -n "$zpid" ] && kill -KILL "$zpid"
+wait
+[ "$rc0" = 0 ]
+ok $? "zygote stopped: its starter ends all the same, once its own task has, with its code (rc ${rc0:-none after 30 s})" ||
+    diag_file "$tmp/err13.0" 8
 unset PSPAWN_TIMEOUT
 
 tap_done

@@ -285,6 +285,16 @@ int pspawn_server_ready(struct pspawn_zygote *z, int s)
         pspawn_server_lost(z, s, 1, why);
         return -1;
     }
+    /* Its maker had the kernel write its pid in the table before it ran:
+     * a ready message with another is not from it (we would signal and
+     * reap some other process as our sub-zygote). */
+    int32_t made = sv->pid_slot ? __atomic_load_n(sv->pid_slot, __ATOMIC_ACQUIRE) : 0;
+    if (r.pid <= 0 || (sv->pid_slot && r.pid != made)) {
+        snprintf(why, sizeof why, "its ready message names pid %d, not the one it was made "
+                 "with (%d)", (int)r.pid, (int)made);
+        pspawn_server_lost(z, s, 1, why);
+        return -1;
+    }
     sv->pid = r.pid;
     sv->pidfd = (int)syscall(SYS_pidfd_open, sv->pid, 0);
     sv->state = SERVER_READY;

@@ -146,6 +146,13 @@ struct pspawn_zygote {
         char *modules_var;  /* PSPAWN_ENV_MODULES=..., or NULL */
     } py_start;
     char **py_env;          /* its start-up environment (PYTHON*, LANG, LC_*, HOME) */
+    /* What pspawn_zygote_restart starts a new root with: the creation's
+     * core and environment (copied: the loader variables and a warm
+     * interpreter's start-up ones must stay those the checks compare
+     * with); the interpreter options are in py_start. */
+    int start_core;
+    char **start_env;
+    int stale;              /* a zygote exited: a library it loaded was replaced on disk */
 };
 
 /* The launcher's state at the time of a call, merged with an attribute
@@ -282,6 +289,9 @@ struct pspawn_standin_client {
  * stand-in has (then C->zpid is our child and must be waited for).
  * Returns the socket, or -1 when the zygote cannot be reached. */
 int pspawn_standin_connect(struct pspawn_standin_client *c);
+/* How long a stand-in waits for its zygote: 3 x PSPAWN_TIMEOUT (30 s by
+ * default), in ms. */
+int pspawn_standin_wait_ms(void);
 /* Send the one-task request of a stand-in: ARGV with everything exec would
  * have given the task from this process (environ, cwd, umask, rlimits,
  * affinity, signal state, and every inherited fd but SOCK and SKIP[] at
@@ -374,6 +384,12 @@ int pspawn_zygote_await(int sock, pid_t pid, int timeout_ms, struct zygote_ready
 int pspawn_zygote_start(struct pspawn_zygote *z, int core, char *const envp[]);
 /* Kill and reap every zygote of Z, close their channels. */
 void pspawn_zygote_stop(struct pspawn_zygote *z);
+/* A zygote of Z exited because a library it loaded was replaced on disk
+ * (Z->stale): stop every zygote of Z and start a new root (and its
+ * sub-zygotes) as Z was created, so that its tasks get the new library.
+ * Leaves Z in fallback with the reason where the new one cannot serve.
+ * 0 or ENOMEM (then Z is in fallback for good). */
+int pspawn_zygote_restart(struct pspawn_zygote *z);
 /* How long a zygote may take to load and park before it counts as hung. */
 int pspawn_start_timeout_ms(const struct pspawn_zygote *z);
 /* A request id, unique in Z. */

@@ -165,6 +165,12 @@ static void take_report(struct batch *b, const struct task_report *r)
     /* A cancelled task reports too, then exits: reaped at the end. */
     if (r->index >= (uint32_t)o->k || o->seen[r->index] || o->cancelled[r->index])
         return;
+    /* A record no task of ours wrote is dropped (the request then ends
+     * as lost): the kernel wrote each cloned task's pid in the go block
+     * before it ran, a failed clone has none, and errnos are small. */
+    int32_t cloned = __atomic_load_n(&o->req.go->pid[r->index], __ATOMIC_ACQUIRE);
+    if (r->err < 0 || r->err >= 4096 || (r->pid > 0 ? r->pid != cloned : !r->err || cloned > 0))
+        return;
     o->seen[r->index] = 1;
     o->reported++;
     size_t i = o->idx[r->index];

@@ -4,6 +4,10 @@
  * fork the task.  The first stand-in of a step starts the zygote; the
  * others wait for it to park and connect.  The wire format is the one every
  * front door uses (request.c encodes it).
+ *
+ * The step's names (pspawn-KEY, its .lock and .fail) are abstract, so
+ * anyone may bind one first: a name another user holds is never waited
+ * on, and every wait here has a limit.
  */
 #include "config.h"
 
@@ -16,14 +20,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
+#include "python.h"
 #include "unixsock.h"
 
 extern char **environ;
+
 
 static void say(const struct pspawn_standin_client *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -39,9 +46,138 @@ static void say(const struct pspawn_standin_client *c, const char *fmt, ...)
     c->log(buf);
 }
 
+int pspawn_standin_wait_ms(void)
+{
+    /* PSPAWN_TIMEOUT: the library's wait for a zygote (10 s unset). */
+    const char *t = getenv("PSPAWN_TIMEOUT");
+    int ms;
+    return t && *t && pspawn_timeout_parse(t, &ms) == 0 ? 3 * ms : 30000;
+}
+
+/* One of the step's names, as our own user's: the fd, or -1 with errno
+ * ECONNREFUSED (nobody listens), EPERM (another user's: a squatter), or
+ * EAGAIN (its listen queue is full). */
 static int connect_step(const char *name)
 {
     return pspawn_connect_abstract(name, geteuid());
+}
+
+/* Whether NAME, whose queue is full, is another user's (said at once:
+ * nobody could serve us there). */
+static int squatted(const struct pspawn_standin_client *c, const char *name)
+{
+    uid_t owner;
+    if (pspawn_abstract_owner(name, &owner) < 0 || owner == geteuid())
+        return 0;
+    say(c, "@%s is another user's (uid %d): ignored", name, (int)owner);
+    return 1;
+}
+
+/* A busy zygote (its queue full: every task of a big node connects at
+ * once) takes one connection after the other: retry until MS have passed.
+ * The fd, or -1 with errno. */
+static int connect_busy(const struct pspawn_standin_client *c, const char *name, int ms)
+{
+    int fd;
+    if ((fd = connect_step(name)) >= 0 || errno != EAGAIN)
+        return fd;
+    if (squatted(c, name)) {
+        errno = EPERM;
+        return -1;
+    }
+    for (int waited = 0; waited < ms; waited += 5) {
+        struct timespec ts = { 0, 5 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+        if ((fd = connect_step(name)) >= 0 || errno != EAGAIN)
+            return fd;
+    }
+    say(c, "@%s takes no connection: its queue stays full", name);
+    errno = ETIMEDOUT;
+    return -1;
+}
+
+/* The loader's variables (and a warm interpreter's start-up ones) of the
+ * zygote behind FD, from its hello, against ours: NULL when they agree,
+ * else what differs, in WHY.  The hello comes within MS. */
+static const char *zygote_env_differs(const struct pspawn_standin_client *c, int fd, int ms,
+                                      char *why, size_t len)
+{
+    char *buf = malloc(sizeof(struct standin_reply) + HELLO_MAX + 1);
+    if (!buf)
+        return "no memory to read the zygote's hello";
+    struct pollfd p = { fd, POLLIN, 0 };
+    int pr;
+    while ((pr = poll(&p, 1, ms)) < 0 && errno == EINTR)
+        ;
+    ssize_t got = pr == 1 ? recv(fd, buf, sizeof(struct standin_reply) + HELLO_MAX,
+                                 MSG_DONTWAIT) : -1;
+    struct standin_reply h;
+    if (got < (ssize_t)sizeof h) {
+        free(buf);
+        return pr == 0 ? "the zygote said no hello in time (3 x PSPAWN_TIMEOUT)"
+                       : "the zygote hung up before its hello";
+    }
+    memcpy(&h, buf, sizeof h);
+    if (h.magic != PSPAWN_MAGIC || h.kind != STANDIN_HELLO) {
+        free(buf);
+        return "the zygote's hello is not one";
+    }
+    if ((uint32_t)h.status & HELLO_NO_ENV) {
+        say(c, "the zygote's environment is too big to send: loader variables not compared");
+        free(buf);
+        return NULL;
+    }
+    /* Its "K=V" strings, in place. */
+    size_t end = (size_t)got, n = 0;
+    buf[end] = 0;
+    for (size_t i = sizeof h; i < end; i++)
+        n += buf[i] == 0;
+    char **theirs = calloc(n + 2, sizeof *theirs);
+    for (size_t i = sizeof h, k = 0; theirs && i < end; i += strlen(buf + i) + 1)
+        theirs[k++] = buf + i;
+    /* Ours as the starter exec'd its zygote (the proxy in LD_PRELOAD). */
+    struct pspawn_options o;
+    char msg[256];
+    pspawn_options_defaults(&o);
+    if (pspawn_options_parse(&o, c->options, msg, sizeof msg) < 0)
+        pspawn_options_defaults(&o);
+    char **mine = theirs ? pspawn_zygote_environ(NULL, environ, !strcmp(o.preload, "auto")) : NULL;
+    char **loader = theirs ? pspawn_loader_env_of(theirs) : NULL;
+    char **py = theirs ? pspawn_env_subset(theirs, pspawn_python_startup_var) : NULL;
+    const char *var = NULL, *res = NULL;
+    size_t vlen = 0;
+    if (!mine || !loader || !py)
+        res = "no memory to compare the zygote's environment";
+    else if ((var = pspawn_env_subset_differs(loader, mine, pspawn_loader_var, &vlen)))
+        snprintf(why, len, "its %.*s differs from the zygote's (the loader reads it before main)",
+                 (int)vlen, var);
+    else if (((uint32_t)h.status & HELLO_PYTHON) &&
+             (var = pspawn_env_subset_differs(py, environ, pspawn_python_startup_var, &vlen)))
+        snprintf(why, len, "its %.*s differs from the warm interpreter's (read at start)",
+                 (int)vlen, var);
+    if (var)
+        res = why;
+    pspawn_strv_free(mine);
+    pspawn_strv_free(loader);
+    pspawn_strv_free(py);
+    free(theirs);
+    free(buf);
+    return res;
+}
+
+/* Our connection to the step's zygote, which says hello first: -1 if it
+ * is not one we may use (then C's log says why). */
+static int use_zygote(const struct pspawn_standin_client *c, int fd)
+{
+    char why[256];
+    const char *differs = fd < 0 ? NULL : zygote_env_differs(c, fd, pspawn_standin_wait_ms(),
+                                                             why, sizeof why);
+    if (differs) {
+        say(c, "the zygote cannot serve this task: %s", differs);
+        close(fd);
+        return -1;
+    }
+    return fd;
 }
 
 /* The root, parked, makes its sub-zygotes for the step's CPUs on this
@@ -102,7 +238,8 @@ static pid_t start_zygote(const struct pspawn_standin_client *c, const char *nam
     close(rs[1]);
     if (err) {
         close(rs[0]);
-        say(c, "could not start the zygote: %s", strerror(err));
+        say(c, "could not start the zygote: %s", err == ESTALE
+            ? "the program changed on disk since it was inspected" : strerror(err));
         return -1;
     }
     struct zygote_ready ready;
@@ -135,11 +272,17 @@ int pspawn_standin_connect(struct pspawn_standin_client *c)
     snprintf(fail, sizeof fail, "%s.fail", name);
     c->zpid = -1;
     c->fail_fd = -1;
-    int fd = connect_step(name);
-    if (fd >= 0)
-        return fd;
-    if (errno == EPERM)
-        say(c, "%s is served by another user: ignored", name);
+    int wait_ms = pspawn_standin_wait_ms();
+    /* Anyone can bind an abstract name first.  Another user's, on any of
+     * the step's names, is never waited on: no zygote of ours can listen
+     * there, nor any stand-in of ours elect itself there. */
+    int fd = connect_busy(c, name, wait_ms);
+    if (fd >= 0 || errno == ETIMEDOUT)
+        return use_zygote(c, fd);
+    if (errno == EPERM) {
+        say(c, "%s is another user's: no zygote", name);
+        return -1;
+    }
     /* The lock listens, so that the others can wait on it: it closes once
      * the zygote parked or failed, which resets their connections. */
     int lfd = pspawn_listen_abstract(lock, SOMAXCONN);
@@ -154,26 +297,38 @@ int pspawn_standin_connect(struct pspawn_standin_client *c)
         }
         close(lfd);
         say(c, "zygote %d parked", (int)c->zpid);
-        return connect_step(name);
+        return use_zygote(c, connect_busy(c, name, wait_ms));
     }
     /* Someone else is starting it: wait until its lock closes (up to the
-     * 120 s it gives the zygote), then poll (a lock that another user's
-     * process squats, or a listen queue that is full, is not waited on:
-     * the connect neither accepts the one nor blocks on the other). */
+     * 120 s it gives the zygote), then poll.  A lock that another user's
+     * process holds is not waited on; nor is one whose queue is full when
+     * the kernel says it is another user's (else it may be the lock of a
+     * node with more stand-ins than a listen queue holds: polled). */
     int w = connect_step(lock);
+    if (w < 0 && (errno == EPERM || (errno == EAGAIN && squatted(c, lock)))) {
+        say(c, "%s is another user's: no zygote", lock);
+        return -1;
+    }
     if (w >= 0) {
         struct pollfd p = { w, POLLIN, 0 };
-        while (poll(&p, 1, 125000) < 0 && errno == EINTR)
+        int pr;
+        while ((pr = poll(&p, 1, 125000)) < 0 && errno == EINTR)
             ;
         close(w);
-        if ((fd = connect_step(name)) >= 0)
-            return fd;
+        if (pr == 0) {
+            say(c, "%s is held past the zygote's start time: no zygote", lock);
+            return -1;
+        }
+        if ((fd = connect_busy(c, name, wait_ms)) >= 0 || errno == ETIMEDOUT)
+            return use_zygote(c, fd);
     }
     for (int waited = 0; waited < 120000; waited += 20) {
         struct timespec ts = { 0, 20 * 1000 * 1000 };
         nanosleep(&ts, NULL);
-        if ((fd = connect_step(name)) >= 0)
-            return fd;
+        if ((fd = connect_busy(c, name, wait_ms)) >= 0 || errno == ETIMEDOUT)
+            return use_zygote(c, fd);
+        if (errno == EPERM)
+            return -1;
         int f = connect_step(fail);
         if (f >= 0) {
             close(f);
@@ -183,9 +338,13 @@ int pspawn_standin_connect(struct pspawn_standin_client *c)
          * parked (its name was there before the lock went) and is gone. */
         if ((f = pspawn_listen_abstract(lock, 0)) >= 0) {
             close(f);
-            if ((fd = connect_step(name)) >= 0)
-                return fd;
+            if ((fd = connect_busy(c, name, wait_ms)) >= 0 || errno == ETIMEDOUT)
+                return use_zygote(c, fd);
             say(c, "the zygote %s is gone", name);
+            return -1;
+        }
+        if (errno != EADDRINUSE) {
+            say(c, "%s: %s", lock, strerror(errno));
             return -1;
         }
     }
@@ -211,22 +370,33 @@ int pspawn_standin_send(int sock, char **argv, const char *token, const int *ski
         free(c);
         return err;
     }
-    /* Every fd we hold, at its own number (0-2 are already in). */
+    /* Every fd we hold, at its own number (0-2 are already in).  More
+     * than a request passes: none is left out, the task is exec'd. */
     DIR *d = opendir("/proc/self/fd");
     struct dirent *e;
-    while (d && (e = readdir(d))) {
+    while (!err && d && (e = readdir(d))) {
         int fd = atoi(e->d_name);
         if (e->d_name[0] == '.' || fd <= 2 || fd == dirfd(d) || fd == sock ||
-            skipped(fd, skip, nskip) || c->nfds >= PSPAWN_FD_MAX)
+            skipped(fd, skip, nskip))
             continue;
         if (fcntl(fd, F_GETFD) & FD_CLOEXEC)
             continue;   /* exec would have closed it */
+        if (c->nfds >= PSPAWN_FD_MAX) {
+            err = EMFILE;
+            break;
+        }
         c->fds[c->nfds] = fd;
         c->actions[c->nactions++] = (struct child_action){ FA_DUP2, fd, c->nfds, 0, 0, NULL };
         c->nfds++;
     }
     if (d)
         closedir(d);
+    else
+        err = errno;    /* the fds would be unknown: none may be lost */
+    if (err) {
+        free(c);
+        return err;
+    }
     if (hold)
         c->flags |= REQ_HOLD;
     pspawn_task_t t = { .argv = argv };

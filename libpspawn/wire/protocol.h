@@ -249,7 +249,18 @@ struct wire_request {
     char token[PSPAWN_TOKEN_LEN];   /* stand-in mode */
 };
 
-enum standin_reply_kind { STANDIN_STARTED = 1, STANDIN_EXITED = 2, STANDIN_FAILED = 3 };
+/* STANDIN_HELLO: the stand-in zygote's first message on each connection,
+ * before the request: status holds HELLO_* flags, and the message goes on
+ * with the environment the zygote was exec'd with, NUL-separated, its own
+ * PSPAWN_ZYGOTE_* left out (at most HELLO_MAX bytes), so that the stand-in
+ * can compare what the loader read: a task with other LD_* values is
+ * exec'd instead. */
+enum standin_reply_kind {
+    STANDIN_STARTED = 1, STANDIN_EXITED = 2, STANDIN_FAILED = 3, STANDIN_HELLO = 4,
+};
+#define HELLO_PYTHON 1u     /* a warm Python interpreter */
+#define HELLO_NO_ENV 2u     /* the environment was too big to send: not compared */
+#define HELLO_MAX (128 * 1024)
 
 struct standin_reply {
     uint32_t magic;

@@ -2,8 +2,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/sock_diag.h>
+#include <linux/unix_diag.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "unixsock.h"
@@ -102,4 +108,60 @@ int pspawn_send_fds(int sock, const void *msg, size_t len, const int *fds, int n
     while ((n = sendmsg(sock, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
         ;
     return n < 0 ? errno : 0;
+}
+
+int pspawn_abstract_owner(const char *name, uid_t *uid)
+{
+    int nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+    if (nl < 0)
+        return -1;
+    struct timeval tv = { 1, 0 };
+    setsockopt(nl, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    struct {
+        struct nlmsghdr nh;
+        struct unix_diag_req r;
+    } q = {
+        .nh = { .nlmsg_len = sizeof q, .nlmsg_type = SOCK_DIAG_BY_FAMILY,
+                .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP },
+        .r = { .sdiag_family = AF_UNIX, .udiag_states = 1u << 10 /* TCP_LISTEN */,
+               .udiag_show = UDIAG_SHOW_NAME | UDIAG_SHOW_UID },
+    };
+    struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
+    size_t nlen = strlen(name);
+    int found = -1, done = sendto(nl, &q, sizeof q, 0, (struct sockaddr *)&kernel,
+                                  sizeof kernel) < 0;
+    static long buf[8192];
+    while (!done) {
+        ssize_t n = recv(nl, buf, sizeof buf, 0);
+        if (n <= 0)
+            break;
+        for (struct nlmsghdr *h = (struct nlmsghdr *)buf; !done && NLMSG_OK(h, (size_t)n);
+             h = NLMSG_NEXT(h, n)) {
+            if (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR ||
+                h->nlmsg_len < NLMSG_LENGTH(sizeof(struct unix_diag_msg))) {
+                done = 1;
+                break;
+            }
+            const struct unix_diag_msg *m = NLMSG_DATA(h);
+            int len = (int)(h->nlmsg_len - NLMSG_LENGTH(sizeof *m)), named = 0, owned = 0;
+            uint32_t owner = 0;
+            for (struct rtattr *a = (struct rtattr *)(m + 1); RTA_OK(a, len);
+                 a = RTA_NEXT(a, len)) {
+                const char *v = RTA_DATA(a);
+                if (a->rta_type == UNIX_DIAG_NAME && RTA_PAYLOAD(a) == nlen + 1 && v[0] == 0 &&
+                    memcmp(v + 1, name, nlen) == 0)
+                    named = 1;
+                else if (a->rta_type == UNIX_DIAG_UID && RTA_PAYLOAD(a) >= sizeof owner) {
+                    memcpy(&owner, v, sizeof owner);
+                    owned = 1;
+                }
+            }
+            if (named && owned) {
+                *uid = (uid_t)owner;
+                found = 0;
+            }
+        }
+    }
+    close(nl);
+    return found;
 }

@@ -38,4 +38,9 @@ int pspawn_peer_uid_is(int fd, uid_t uid);
  * SCM_RIGHTS, as one message.  0, or an errno (EPIPE: the peer is gone). */
 int pspawn_send_fds(int sock, const void *msg, size_t len, const int *fds, int nfds);
 
+/* The uid that owns the listening abstract socket NAME (from the kernel's
+ * sock_diag, Linux 5.3 and later, within 1 s): 0 with *UID set, or -1 if
+ * none is found or it cannot be told. */
+int pspawn_abstract_owner(const char *name, uid_t *uid);
+
 #endif

@@ -68,7 +68,13 @@ int zygote_parse_request(const char *base, size_t size, int *fds, int nfds, cons
                          struct child_setup *tmpl, int *detail)
 {
     const struct wire_request *w = (const struct wire_request *)base;
-    if (size < sizeof *w || w->ntasks > PSPAWN_REQ_MAX || w->nactions > PSPAWN_FD_MAX + 3 ||
+    /* BASE is page-aligned: an offset that is a multiple of its struct's
+     * alignment gives an aligned struct (the encoder rounds them up). */
+    if (size < sizeof *w || nfds < 0 || nfds > PSPAWN_FD_MAX ||
+        w->actions % _Alignof(struct wire_action) || w->rlimits % _Alignof(struct wire_rlimit) ||
+        w->tasks % _Alignof(struct wire_task))
+        return REFUSE_MALFORMED;
+    if (w->ntasks > PSPAWN_REQ_MAX || w->nactions > PSPAWN_FD_MAX + 3 ||
         w->nrlimits > RLIM_NLIMITS || w->tasks > size ||
         w->ntasks * sizeof(struct wire_task) > size - w->tasks ||
         w->actions > size || w->nactions * sizeof(struct wire_action) > size - w->actions ||
@@ -224,8 +230,8 @@ static int recv_message(int sock, struct request_msg *msg, void **base, struct w
     ssize_t n;
     while ((n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
         ;
-    if (n <= 0)
-        return 0;
+    if (n < 0 || (n == 0 && mh.msg_controllen == 0))
+        return 0;   /* the end of the file (a seqpacket's 0-byte message with fds is not) */
     *nfds = 0;
     for (struct cmsghdr *ch = CMSG_FIRSTHDR(&mh); ch; ch = CMSG_NXTHDR(&mh, ch))
         if (ch->cmsg_level == SOL_SOCKET && ch->cmsg_type == SCM_RIGHTS) {
@@ -240,7 +246,8 @@ static int recv_message(int sock, struct request_msg *msg, void **base, struct w
     int request = msg->magic == PSPAWN_MAGIC;
     int head = first + (request ? ZYGOTE_REQ_HEAD : 1);
     if (n == sizeof *msg && (request || msg->magic == PSPAWN_FANOUT_MAGIC) &&
-        !(mh.msg_flags & MSG_CTRUNC) && msg->nfds <= (uint32_t)ZYGOTE_MSG_FDS &&
+        !(mh.msg_flags & MSG_CTRUNC) &&
+        msg->nfds <= (uint32_t)(request ? PSPAWN_FD_MAX : ZYGOTE_MSG_FDS) &&
         (uint32_t)*nfds == msg->nfds + (uint32_t)head && msg->size > 0 &&
         pspawn_memfd_check(fds[first], msg->size, 1) == 0) {
         if (!request) {

@@ -1,9 +1,12 @@
 /*
  * Stand-in mode: the launcher (slurmstepd) already forked a child it
  * tracks, which became a stand-in (pspawn-shim).  Each stand-in connects
- * to this zygote's abstract name and sends its task's request; the zygote
- * forks the task as its own child, tells the stand-in its pid, and later
- * its exit status.
+ * to this zygote's abstract name, hears its hello (the environment the
+ * loader read), and sends its task's request; the zygote forks the task
+ * as its own child, tells the stand-in its pid, and later its exit
+ * status.  No stand-in can stop it: it waits on none, and it exits once
+ * it is useless (every task of the node served or refused, or nobody
+ * left to serve).
  */
 #include "config.h"
 
@@ -12,21 +15,53 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "unixsock.h"
 #include "zygote.h"
 
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
 #define MAX_CLIENTS 1024
+
+/* A root with nothing to do (no stand-in connected, no task of its own or
+ * of a sub-zygote's running) is useless once no more stand-ins come, and
+ * its starter (our parent: it keeps us in the step's process tree) waits
+ * for it, and the step with it.  So it exits after IDLE_MS, or after
+ * IDLE_STARTER_DONE_MS once its starter's own task is done: the step's
+ * stand-ins start together, and one that comes later starts a new zygote. */
+#define IDLE_MS 2000
+#define IDLE_STARTER_DONE_MS 300
+/* A task's setup, from its clone to the close of its error pipe, takes
+ * milliseconds: one stopped in it (it never ran) must not stop us. */
+#define SETUP_WAIT_MS 10000
+
+
+/* A sub-zygote's load, sent to the root on each change: the root is idle
+ * only when every sub-zygote has received what it forwarded and has
+ * nothing left to serve. */
+#define STANDIN_LOAD_MAGIC 0x70736c64u  /* "psld" */
+struct standin_load {
+    uint32_t magic;
+    uint32_t received;      /* stand-ins the root forwarded, so far */
+    int32_t clients;        /* stand-ins connected or with a task running */
+};
 
 struct client {
     int fd;
     pid_t task;
+    unsigned char starter;  /* the stand-in that started us */
+    unsigned char counted;  /* one of the step's stand-ins (its token matched) */
 };
 
 /* What the stand-in zygote serves with: its listening socket (the root)
@@ -37,7 +72,22 @@ struct client {
 static struct {
     int lfd, sfd, n;
     struct client c[MAX_CLIENTS];
-} standin = { -1, -1, 0, { { 0, 0 } } };
+    pid_t starter;
+    int starter_pidfd, starter_done;
+    char *hello;
+    size_t hello_len;
+    uint32_t received;                          /* a sub-zygote's */
+    struct standin_load sent;                   /* what it last told the root */
+    uint32_t forwarded[PSPAWN_FANOUT_MAX + 1];  /* the root's, per group */
+    struct standin_load load[PSPAWN_FANOUT_MAX + 1];
+} standin = { .lfd = -1, .sfd = -1, .starter_pidfd = -1 };
+
+static long long now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
 
 /* In a task just cloned: drop every fd the zygote serves with.  Held, the
  * task must not keep its stand-in's connection open: if the zygote dies
@@ -47,6 +97,8 @@ static void close_serving_fds(void)
 {
     close(standin.lfd);
     close(standin.sfd);
+    if (standin.starter_pidfd >= 0)
+        close(standin.starter_pidfd);
     for (int i = 0; i < standin.n; i++)
         if (standin.c[i].fd >= 0)
             close(standin.c[i].fd);
@@ -55,10 +107,37 @@ static void close_serving_fds(void)
             close(parked.groups[g].fwd);
 }
 
+/* Never blocks: a stand-in whose queue is full (it cannot be: two
+ * replies at most) loses the reply and times out. */
 static void standin_reply(int fd, int kind, pid_t pid, int status)
 {
     struct standin_reply r = { PSPAWN_MAGIC, kind, (int32_t)pid, status };
-    send(fd, &r, sizeof r, MSG_NOSIGNAL);
+    send(fd, &r, sizeof r, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+/* The hello: a standin_reply, then our exec-time environment ("K=V\0"
+ * each), PSPAWN_ZYGOTE_* left out (the token among them). */
+static void make_hello(void)
+{
+    struct standin_reply h = { PSPAWN_MAGIC, STANDIN_HELLO, (int32_t)getpid(),
+                               parked.python_warm ? HELLO_PYTHON : 0 };
+    size_t at = sizeof h;
+    if (!(standin.hello = malloc(HELLO_MAX)))
+        return;
+    for (char **e = parked.exec_env; e && *e; e++) {
+        size_t len = strlen(*e) + 1;
+        if (strncmp(*e, "PSPAWN_ZYGOTE_", 14) == 0)
+            continue;
+        if (at + len > HELLO_MAX) {
+            h.status |= HELLO_NO_ENV;
+            at = sizeof h;
+            break;
+        }
+        memcpy(standin.hello + at, *e, len);
+        at += len;
+    }
+    memcpy(standin.hello, &h, sizeof h);
+    standin.hello_len = at;
 }
 
 /* The CPUs a stand-in's task is bound to: its own, else the request's. */
@@ -83,12 +162,18 @@ static int forward(struct client *c, int g, const struct request_msg *msg, int *
     int all[ZYGOTE_MSG_FDS];
     all[0] = c->fd;
     memcpy(all + 1, fds, (size_t)nfds * sizeof(int));
+    /* The socket does not block (a stopped sub-zygote must not stop us):
+     * a full one leaves this stand-in ours. */
     int err = pspawn_send_fds(parked.groups[g].fwd, msg, sizeof *msg, all, nfds + 1);
+    if (err == EAGAIN)
+        return -1;
     if (err) {
         close(parked.groups[g].fwd);
         parked.groups[g].fwd = -1;
         return -1;
     }
+    standin.forwarded[g]++;
+    c->counted = 1;
     close(c->fd);
     c->fd = -1;
     return 0;
@@ -105,8 +190,10 @@ static int serve_one(struct client *c, const struct request_msg *msg, char *base
     int detail = 0, err = 0, errpipe[2] = { -1, -1 };
     close(fds[0]);
     close(fds[1]);
-    if (msg->size < sizeof *w || w->ntasks != 1 ||
-        !pspawn_tokens_equal(w->token, parked.token, PSPAWN_TOKEN_LEN))
+    /* One of the step's stand-ins, whether we serve it or not. */
+    c->counted = msg->size >= sizeof *w &&
+                 pspawn_tokens_equal(w->token, parked.token, PSPAWN_TOKEN_LEN);
+    if (!c->counted || w->ntasks != 1)
         err = EPERM;
     else if (pipe2(errpipe, O_CLOEXEC) < 0)
         err = errno;
@@ -129,18 +216,34 @@ static int serve_one(struct client *c, const struct request_msg *msg, char *base
         if (pid < 0)
             err = errno;
         close(errpipe[1]);
+        errpipe[1] = -1;
         int child_err = 0;
-        ssize_t got;
-        while ((got = read(errpipe[0], &child_err, sizeof child_err)) < 0 && errno == EINTR)
+        ssize_t got = -1;
+        struct pollfd p = { errpipe[0], POLLIN, 0 };
+        int pr;
+        while ((pr = poll(&p, 1, SETUP_WAIT_MS)) < 0 && errno == EINTR)
             ;
+        while (pr > 0 && (got = read(errpipe[0], &child_err, sizeof child_err)) < 0 &&
+               errno == EINTR)
+            ;
+        if (pid > 0 && pr == 0) {
+            /* Held, it has run nothing of the program's: its stand-in
+             * execs the task instead. */
+            kill(pid, SIGKILL);
+            child_err = ETIMEDOUT;
+            got = sizeof child_err;
+        }
         if (pid > 0 && got == sizeof child_err) {
             err = child_err;
-            waitpid(pid, NULL, 0);
+            while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                ;
             pid = -1;
         }
     }
     if (errpipe[0] >= 0)
         close(errpipe[0]);
+    if (errpipe[1] >= 0)    /* refused before the clone */
+        close(errpipe[1]);
     zygote_drop_request(base, msg->size, go, fds + ZYGOTE_REQ_HEAD, nfds - ZYGOTE_REQ_HEAD);
     if (err) {
         standin_reply(c->fd, STANDIN_FAILED, -1, err);
@@ -184,20 +287,17 @@ static int forwarded_request(struct task_start *ts)
     struct wire_go *go;
     int conn, fds[ZYGOTE_MSG_FDS], nfds;
     int r = zygote_recv_forwarded(parked.sock, &msg, &conn, &base, &go, fds, &nfds);
+    if (r != 0)
+        standin.received++;     /* the root counts what it forwarded */
     if (r <= 0)
         return r == 0 ? -1 : 0;
-    if (msg.magic != PSPAWN_MAGIC) {
-        close(conn);
-        zygote_drop_request(base, msg.size, go, fds, nfds);
-        return 0;
-    }
-    if (standin.n >= MAX_CLIENTS) {
+    if (msg.magic != PSPAWN_MAGIC || standin.n >= MAX_CLIENTS) {
         close(conn);
         zygote_drop_request(base, msg.size, go, fds, nfds);
         return 0;
     }
     struct client *c = &standin.c[standin.n++];
-    *c = (struct client){ conn, 0 };
+    *c = (struct client){ conn, 0, 0, 0 };
     int rr = serve_one(c, &msg, base, go, fds, nfds, ts);
     if (rr == 1)
         return 1;
@@ -238,15 +338,44 @@ static int subs_alive(void)
     return n;
 }
 
-/* The root is done serving: its sub-zygotes finish their stand-ins and
- * exit (it waits for them: the step's first stand-in waits for the root). */
+/* Whether a sub-zygote still has stand-ins to serve, or is about to. */
+static int subs_busy(void)
+{
+    for (int g = 1; g < parked.ngroups; g++)
+        if (parked.groups[g].fwd >= 0 &&
+            (standin.load[g].clients > 0 || standin.load[g].received < standin.forwarded[g]))
+            return 1;
+    return 0;
+}
+
+/* The root is done serving: nobody else connects (a stand-in that comes
+ * later starts another zygote), and its sub-zygotes finish their
+ * stand-ins and exit (it waits for them: the step's first stand-in waits
+ * for the root). */
 static void drain(void)
 {
+    if (standin.lfd >= 0)
+        close(standin.lfd);
+    standin.lfd = -1;
     for (int g = 1; g < parked.ngroups; g++)
         if (parked.groups[g].fwd >= 0) {
             close(parked.groups[g].fwd);
             parked.groups[g].fwd = -1;
         }
+}
+
+/* Drop the entries of stand-ins that are done with (hung up, and no task
+ * of theirs running); the starter's says its task is done. */
+static void compact(void)
+{
+    int k = 0;
+    for (int i = 0; i < standin.n; i++) {
+        if (standin.c[i].fd >= 0 || standin.c[i].task > 0)
+            standin.c[k++] = standin.c[i];
+        else if (standin.c[i].starter)
+            standin.starter_done = 1;
+    }
+    standin.n = k;
 }
 
 /* Reap what exited: our stand-ins' tasks (tell each stand-in) and, in the
@@ -265,7 +394,8 @@ static void reap(void)
                     standin_reply(standin.c[i].fd, STANDIN_EXITED, pid, st);
                     close(standin.c[i].fd);
                 }
-                standin.c[i] = (struct client){ -1, 0 };
+                standin.c[i].fd = -1;
+                standin.c[i].task = 0;
             }
         for (int g = 1; g < parked.ngroups; g++)
             if (parked.groups[g].pid == pid) {
@@ -275,11 +405,82 @@ static void reap(void)
                 parked.groups[g].fwd = -1;
             }
     }
+    compact();
 }
 
-/* Serve stand-ins until every task this node expects has been served and
- * has exited, or nothing happened for a while (the root), or until the
- * root is done with us and our stand-ins' tasks have exited (a
+/* A new stand-in on the root's listening socket: only our own user, on
+ * every connection; it hears our hello first. */
+static void admit(void)
+{
+    struct ucred peer;
+    int cfd = accept4(standin.lfd, NULL, NULL, SOCK_CLOEXEC);
+    if (cfd < 0)
+        return;
+    if (standin.n >= MAX_CLIENTS || pspawn_peer_cred(cfd, &peer) < 0 || peer.uid != geteuid()) {
+        close(cfd);
+        return;
+    }
+    /* (Too big for this socket's buffer: the hello alone, nothing compared.) */
+    if (standin.hello && send(cfd, standin.hello, standin.hello_len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+        struct standin_reply h;
+        memcpy(&h, standin.hello, sizeof h);
+        h.status |= HELLO_NO_ENV;
+        send(cfd, &h, sizeof h, MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
+    standin.c[standin.n++] = (struct client){ cfd, 0, peer.pid == standin.starter, 0 };
+}
+
+/* A sub-zygote tells the root its load when it changes. */
+static void tell_load(void)
+{
+    struct standin_load l = { STANDIN_LOAD_MAGIC, standin.received, standin.n };
+    if (parked.sock < 0 || !memcmp(&l, &standin.sent, sizeof l))
+        return;
+    if (send(parked.sock, &l, sizeof l, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof l)
+        standin.sent = l;
+}
+
+/* What sub-zygote G says: its ready message, its load; or it died (its
+ * share is ours now: what it had queued went with it, and those
+ * stand-ins exec instead). */
+static void hear_sub(int g, short ev)
+{
+    union {
+        struct zygote_ready ready;
+        struct standin_load load;
+    } m;
+    ssize_t got = 0;
+    while ((ev & POLLIN) &&
+           (got = recv(parked.groups[g].fwd, &m, sizeof m, MSG_DONTWAIT)) > 0)
+        if (got == (ssize_t)sizeof m.load && m.load.magic == STANDIN_LOAD_MAGIC)
+            standin.load[g] = m.load;
+    if (got == 0 || (got < 0 && errno != EAGAIN) || (ev & (POLLHUP | POLLERR))) {
+        close(parked.groups[g].fwd);
+        parked.groups[g].fwd = -1;
+    }
+}
+
+/* The root has nothing to do when no stand-in is connected and no task of
+ * its own or of a sub-zygote's runs.  Returns the ms it may still wait for
+ * one more stand-in (-1: not idle), or 0 when it is time to drain. */
+static int idle_left(long long *since)
+{
+    if (standin.starter_pidfd < 0 && getppid() != standin.starter)
+        standin.starter_done = 1;   /* no pidfd to tell us: reparented */
+    if (standin.n > 0 || subs_busy()) {
+        *since = -1;
+        return -1;
+    }
+    long long now = now_ms();
+    if (*since < 0)
+        *since = now;
+    long long left = (standin.starter_done ? IDLE_STARTER_DONE_MS : IDLE_MS) - (now - *since);
+    return left > 0 ? (int)left : 0;
+}
+
+/* Serve stand-ins until every task this node expects has been served (or
+ * refused) and has exited, or nobody is left to serve (the root), or
+ * until the root is done with us and our stand-ins' tasks have exited (a
  * sub-zygote).  The zygote must outlive signals sent to the step's process
  * group: it blocks them (its tasks set their own mask). */
 struct task_start zygote_serve_standin(void)
@@ -297,84 +498,93 @@ struct task_start zygote_serve_standin(void)
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
     standin.sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
-    zygote_send_ready(parked.sock, ZYGOTE_PARKED, parked.group);
+    if (zygote_send_ready(parked.sock, ZYGOTE_PARKED, parked.group) < 0)
+        zygote_exit(0);     /* the starter is gone: no one to serve */
     if (!parked.forwarded) {
         if (await_fanout())
-            return zygote_serve_standin();  /* a forked sub-zygote */
+            return zygote_serve_standin();  /* a forked sub-zygote (fanout.c
+                                             * closed the root's fds) */
         close(parked.sock);
         parked.sock = -1;
+        /* A stand-in's connect never blocks us, nor a full sub-zygote. */
+        fcntl(standin.lfd, F_SETFL, fcntl(standin.lfd, F_GETFL) | O_NONBLOCK);
+        for (int g = 1; g < parked.ngroups; g++)
+            if (parked.groups[g].fwd >= 0)
+                fcntl(parked.groups[g].fwd, F_SETFL,
+                      fcntl(parked.groups[g].fwd, F_GETFL) | O_NONBLOCK);
+        standin.starter = getppid();
+        standin.starter_pidfd = (int)syscall(SYS_pidfd_open, standin.starter, 0);
+        make_hello();
     }
-    int lfd = parked.forwarded ? parked.sock : standin.lfd;
     int ng = parked.forwarded ? 0 : parked.ngroups;
-    static struct pollfd pfd[MAX_CLIENTS + PSPAWN_FANOUT_MAX + 3];
+    static struct pollfd pfd[MAX_CLIENTS + PSPAWN_FANOUT_MAX + 4];
     long served = 0;
+    long long idle_since = -1;
     int draining = 0, root_done = 0;
     for (;;) {
-        if (!parked.forwarded && !draining && standin.n == 0 &&
-            parked.expect_tasks > 0 && served >= parked.expect_tasks) {
-            drain();
-            draining = 1;
+        int wait_ms = -1;
+        if (!parked.forwarded && !draining) {
+            wait_ms = idle_left(&idle_since);
+            if (wait_ms == 0 || (standin.n == 0 && parked.expect_tasks > 0 &&
+                                 served >= parked.expect_tasks)) {
+                drain();
+                draining = 1;
+                wait_ms = -1;
+            }
         }
         if (standin.n == 0 && (parked.forwarded ? root_done : draining && !subs_alive()))
             zygote_exit(0);
+        if (parked.forwarded && !root_done)
+            tell_load();
         int np = 0;
-        pfd[np++] = (struct pollfd){ draining || root_done ? -1 : lfd, POLLIN, 0 };
+        pfd[np++] = (struct pollfd){ parked.forwarded ? (root_done ? -1 : parked.sock)
+                                                      : standin.lfd, POLLIN, 0 };
         pfd[np++] = (struct pollfd){ standin.sfd, POLLIN, 0 };
         pfd[np++] = (struct pollfd){ parked.root_pidfd, POLLIN, 0 };
+        pfd[np++] = (struct pollfd){ standin.starter_done ? -1 : standin.starter_pidfd, POLLIN, 0 };
         for (int g = 0; g < ng; g++)
             pfd[np++] = (struct pollfd){ g > 0 ? parked.groups[g].fwd : -1, POLLIN, 0 };
         for (int i = 0; i < standin.n; i++)
             pfd[np++] = (struct pollfd){ standin.c[i].fd, POLLIN, 0 };  /* -1: ignored */
-        int r = poll(pfd, (nfds_t)np, 60000);
-        if (r == 0 && standin.n == 0 && !parked.forwarded && !draining) {
-            drain();    /* idle: nobody left to serve */
-            draining = 1;
-        }
+        int r = poll(pfd, (nfds_t)np, wait_ms);
         if (r <= 0)
             continue;
         if (pfd[1].revents & POLLIN)
             reap();
         if (pfd[2].revents & POLLIN)
             root_done = 1;  /* the root is gone */
-        for (int g = 1; g < ng; g++) {
-            short ev = pfd[3 + g].revents;
-            char ready[sizeof(struct zygote_ready)];
-            if ((ev & POLLIN) && recv(parked.groups[g].fwd, ready, sizeof ready, MSG_DONTWAIT) > 0)
-                continue;   /* its ready message */
-            if (ev & (POLLHUP | POLLERR | POLLIN)) {
-                /* It died: its share is ours now (what it had queued went
-                 * with it, and those stand-ins exec instead). */
-                close(parked.groups[g].fwd);
-                parked.groups[g].fwd = -1;
-            }
-        }
-        int first = 3 + ng;
+        if (pfd[3].revents & POLLIN)
+            standin.starter_done = 1;
+        for (int g = 1; g < ng; g++)
+            if (pfd[4 + g].revents && parked.groups[g].fwd >= 0)
+                hear_sub(g, pfd[4 + g].revents);
+        int first = 4 + ng;
         for (int i = 0; i < standin.n; i++) {
+            struct client *c = &standin.c[i];
             short ev = pfd[first + i].revents;
-            if (standin.c[i].fd < 0 || !ev)
+            if (c->fd < 0 || !ev)
                 continue;
-            if (standin.c[i].task == 0 && (ev & POLLIN)) {
+            if (c->task == 0 && (ev & POLLIN)) {
                 struct task_start ts;
-                int rr = standin_request(&standin.c[i], &ts);
+                int rr = standin_request(c, &ts);
                 if (rr == 1)
                     return ts;
-                if (rr >= 0)
-                    served++;
+                served += c->counted;
                 if (rr != -1)
                     continue;
             } else if (!(ev & (POLLHUP | POLLERR))) {
-                continue;
+                /* Nothing more comes from a stand-in whose task runs: what
+                 * it sends anyway is dropped (left, it would spin our poll). */
+                char junk[64];
+                if (recv(c->fd, junk, sizeof junk, MSG_DONTWAIT) != 0)
+                    continue;
             }
             /* Failed, or the stand-in hung up: its task (if any) runs on,
              * reaped here with nobody to tell. */
-            close(standin.c[i].fd);
-            standin.c[i].fd = -1;
+            close(c->fd);
+            c->fd = -1;
         }
-        int k = 0;
-        for (int i = 0; i < standin.n; i++)
-            if (standin.c[i].fd >= 0 || standin.c[i].task > 0)
-                standin.c[k++] = standin.c[i];
-        standin.n = k;
+        compact();
         if (!(pfd[0].revents & (POLLIN | POLLHUP)))
             continue;
         if (parked.forwarded) {
@@ -384,15 +594,8 @@ struct task_start zygote_serve_standin(void)
                 return ts;
             if (rr < 0)
                 root_done = 1;
-            continue;
+        } else {
+            admit();
         }
-        int cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-        /* Only our own user, on every connection. */
-        if (cfd >= 0 && (standin.n >= MAX_CLIENTS || !pspawn_peer_uid_is(cfd, geteuid()))) {
-            close(cfd);
-            cfd = -1;
-        }
-        if (cfd >= 0)
-            standin.c[standin.n++] = (struct client){ cfd, 0 };
     }
 }

@@ -27,6 +27,36 @@ p=$(grep -c USR1 "$tmp/sigs.plain"); q=$(grep -c USR1 "$tmp/sigs.pspawn")
 [ "$q" = "$p" ] && [ "$q" = 6 ]
 ok $? "scancel -s USR1: once per task (plain $p, pspawn $q)" || diag_file "$tmp/sigs.pspawn"
 
+# With cgroup.conf's SignalChildrenProcesses=yes (Slurm 24.11), proctrack/
+# cgroup signals every process of the step, each task as well as its shim:
+# signals=auto must then relay nothing, or each task gets each signal
+# twice.  (The cluster has the setting when docker/etc/cgroup.conf has it.)
+# Several rounds: the direct and the relayed signal could merge into one.
+children=$(on c1 "grep -Eiq '^[[:space:]]*SignalChildrenProcesses[[:space:]]*=[[:space:]]*(yes|true|1)' /etc/slurm/cgroup.conf && echo yes")
+proctrack=$(ax "scontrol show config" | awk '$1 == "ProctrackType" { print $3 }')
+if [ "$children" = yes ] && [ "$proctrack" = proctrack/cgroup ]; then
+    bad=0
+    for round in 1 2 3; do
+        ax "rm -f sigs.sc; sbatch -N3 -n6 -o /dev/null --wrap='srun --pspawn ./task signals $E2E/sigs.sc' | awk '{print \$4}'" >"$tmp/job.sc"
+        job=$(cat "$tmp/job.sc")
+        for _ in $(seq 100); do
+            [ "$(ax "grep -c ready sigs.sc 2>/dev/null")" = 6 ] && break
+            sleep 0.2
+        done
+        ax "scancel -s USR1 $job"
+        sleep 2
+        ax "cat sigs.sc" >"$tmp/sigs.sc.$round"
+        [ "$(grep -c USR1 "$tmp/sigs.sc.$round")" = 6 ] || bad=$round
+        ax "scancel $job" >/dev/null 2>&1
+    done
+    [ $bad = 0 ]
+    ok $? "SignalChildrenProcesses=yes: scancel -s USR1 reaches each --pspawn task once, 3 rounds (not relayed as well)" ||
+        diag_file "$tmp/sigs.sc.$bad"
+else
+    skip "the cluster runs without SignalChildrenProcesses=yes under proctrack/cgroup ($proctrack)" \
+        "SignalChildrenProcesses=yes: scancel -s USR1 reaches each --pspawn task once"
+fi
+
 for mode in plain pspawn; do
     opt=; [ $mode = pspawn ] && opt=--pspawn
     ax "sbatch -N3 -n6 -o /dev/null --wrap='srun $opt ./task wait' | awk '{print \$4}'" >"$tmp/job2"
