@@ -151,10 +151,14 @@ int pspawn_config_parse(struct pspawn_config *cfg, int argc, char *const argv[],
                             "path longer than %zu bytes", sizeof cfg->shim - 1);
             memcpy(cfg->shim, val, strlen(val) + 1);
         } else {
-            /* libpspawn's options, as site defaults. */
+            /* libpspawn's options, as site defaults: each word alone for
+             * its syntax (with a cgroup= set, since the one that
+             * subzygote=cgroup needs may be another word), all of them
+             * together at the end. */
             struct pspawn_options o;
             char why[256];
             pspawn_options_defaults(&o);
+            o.cgroup[0] = '/';
             if (strchr(arg, ','))
                 return pspawn_errmsg(err, errlen, "plugstack.conf argument \"%s\": one key=value per "
                             "argument, separated by spaces", arg);
@@ -167,5 +171,10 @@ int pspawn_config_parse(struct pspawn_config *cfg, int argc, char *const argv[],
                             "longer than %zu bytes", sizeof cfg->options - 1);
         }
     }
+    struct pspawn_options site;
+    char why[256];
+    pspawn_options_defaults(&site);
+    if (pspawn_options_parse(&site, cfg->options, why, sizeof why) < 0)
+        return pspawn_errmsg(err, errlen, "plugstack.conf arguments \"%s\": %s", cfg->options, why);
     return 0;
 }

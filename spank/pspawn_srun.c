@@ -30,12 +30,15 @@ static int on_option(int val, const char *optarg, int remote)
     if (optarg && strcmp(optarg, "(null)") == 0)
         optarg = NULL;
     enum pspawn_mode mode;
-    char err[256];
-    if (pspawn_arg_parse(optarg, &mode, option_options, sizeof option_options, err,
-                         sizeof err) < 0) {
-        slurm_error("pspawn: --pspawn=%s: %s%s", optarg, err, remote ? " (in slurmstepd)" : "");
+    char err[256], options[sizeof option_options];
+    /* Parsed aside: a refused value leaves the choice made before (an
+     * allocation's --pspawn) whole, its options with its mode. */
+    if (pspawn_arg_parse(optarg, &mode, options, sizeof options, err, sizeof err) < 0) {
+        slurm_error("pspawn: --pspawn=%s: %s%s", optarg ? optarg : "", err,
+                    remote ? " (in slurmstepd)" : "");
         return -1;
     }
+    memcpy(option_options, options, sizeof options);
     option_mode = mode;
     option_given = 1;
     return 0;

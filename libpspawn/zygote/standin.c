@@ -146,7 +146,9 @@ static const unsigned char *request_cpus(const char *base, size_t size)
     const struct wire_request *w = (const struct wire_request *)base;
     if (size < sizeof *w)
         return NULL;
-    if (w->ntasks == 1 && w->tasks <= size && size - w->tasks >= sizeof(struct wire_task)) {
+    /* Read before the request is parsed: its offset is checked here. */
+    if (w->ntasks == 1 && w->tasks <= size && size - w->tasks >= sizeof(struct wire_task) &&
+        w->tasks % _Alignof(struct wire_task) == 0) {
         const struct wire_task *t = (const struct wire_task *)(base + w->tasks);
         if (t->has_cpuset)
             return t->cpuset;
