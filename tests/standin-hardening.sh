@@ -200,4 +200,22 @@ for children in 0 1; do
     fi
 done
 
+# 7. A topology helper that never answers (hwloc stuck on a broken /sys)
+#    while the stand-in holds the step's .lock: it is killed after
+#    2 x PSPAWN_TIMEOUT, the zygote serves without fan-out, and the task
+#    runs once.
+printf '#!/bin/sh\nexec sleep 60\n' >"$tmp/hung-topology"
+chmod +x "$tmp/hung-topology"
+export PSPAWN_SHIM_KEY="$uid.$$.7" PSPAWN_SHIM_LOCAL_TASKS=1 PSPAWN_SHIM_OPTIONS=fanout=core
+: >"$tmp/runs7"
+t0=$(date +%s.%N)
+PSPAWN_TIMEOUT=0.5 PSPAWN_TOPOLOGY=$tmp/hung-topology PSPAWN_RANK=0 timeout 30 "$shim" "$task" \
+    append "$tmp/runs7" >/dev/null 2>"$tmp/err7"
+rc=$?
+t=$(elapsed "$t0")
+unset PSPAWN_SHIM_OPTIONS
+[ $rc = 0 ] && [ "$(grep -c '^0 ' "$tmp/runs7")" = 1 ] && awk -v t="$t" 'BEGIN { exit !(t < 10) }'
+ok $? "a topology helper that hangs: given up on after 2 x PSPAWN_TIMEOUT, the task runs once (${t}s, rc $rc)" ||
+    diag_file "$tmp/err7" 6
+
 tap_done

@@ -10,6 +10,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sched.h>
 #include <stdint.h>
@@ -17,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "groups.h"
@@ -277,18 +280,50 @@ int pspawn_topology_groups(const struct pspawn_options *o, int whole, struct psp
     close(out[1]);
     size_t cap = 1 << 16, len = 0;
     char *buf = err ? NULL : malloc(cap);
-    ssize_t n;
-    while (buf && len + 1 < cap && (n = read(out[0], buf + len, cap - len - 1)) != 0)
+    /* The stand-in that asks holds the step's .lock meanwhile: a helper
+     * that hangs (hwloc on a broken /sys) must not hang the step.  Twice
+     * PSPAWN_TIMEOUT (20 s by default) is plenty for a large machine. */
+    const char *tmo = getenv("PSPAWN_TIMEOUT");
+    int limit_ms = 10000;
+    if (tmo && *tmo && pspawn_timeout_parse(tmo, &limit_ms))
+        limit_ms = 10000;
+    limit_ms *= 2;
+    struct timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    int timed_out = 0;
+    while (buf && len + 1 < cap) {
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        long left = limit_ms - ((now.tv_sec - start.tv_sec) * 1000L +
+                                          (now.tv_nsec - start.tv_nsec) / 1000000L);
+        struct pollfd p = { out[0], POLLIN, 0 };
+        int pr = left > 0 ? poll(&p, 1, (int)left) : 0;
+        if (pr == 0) {
+            timed_out = 1;
+            break;
+        }
+        if (pr < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        ssize_t n = read(out[0], buf + len, cap - len - 1);
         if (n > 0)
             len += (size_t)n;
-        else if (errno != EINTR)
+        else if (n == 0 || errno != EINTR)
             break;
+    }
     close(out[0]);
-    if (!err)
+    if (!err) {
+        if (timed_out)
+            kill(pid, SIGKILL);
         while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
             ;
-    if (!buf)
+    }
+    if (!buf || timed_out) {
+        free(buf);
         return one_group(o, t);
+    }
     buf[len] = 0;
     err = pspawn_topology_read(buf, t);
     free(buf);
