@@ -10,14 +10,16 @@
  *  3. program by fd: the program is swapped for a static one (whose main
  *     leaves a mark) between its inspection and the zygote's exec: no
  *     zygote runs it, the tasks run what is on disk, once each;
- *  4. a library renamed over between two batches: the second batch runs
+ *  4. a library renamed over between two batches: the zygote exits and a
+ *     new one (with new sub-zygotes) serves the second batch, which runs
  *     the new library's code, and PSPAWN_DEBUG says why; the same for a
  *     zygote without inotify (noinotify preloaded), and with a sub-zygote
  *     per CPU;
  *  5. constructor fds: 100 are kept by every task; 1100 are refused with a
  *     reason and the tasks exec'd; without /proc (a mount namespace where
- *     it is hidden: root only), the fds are still found and a threaded
- *     program is still refused;
+ *     it is hidden: root only), the fds are still found, a threaded
+ *     program and one with a POSIX timer are still refused, and a zygote
+ *     that cannot make a timer to count them refuses, saying so;
  *  6. /proc/PID/environ of the zygote and of a task holds no
  *     PSPAWN_ZYGOTE_ variable.
  *
@@ -36,6 +38,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -441,13 +444,16 @@ static void replaced_library(int variant)
     if (pspawn_context_create_opts(&ctx, lifeprog, NULL, options) != 0)
         tap_bail("pspawn_context_create_opts failed");
     int ran = run(&ctx, 4, argv, out, NULL);
-    pspawn_zygote_info_t info[4];
+    pspawn_zygote_info_t info[4], old[4];
     size_t nz = pspawn_context_zygotes(&ctx, info, 4), serving = 0;
     for (size_t i = 0; i < nz && i < 4; i++)
         serving += info[i].pid > 0 && info[i].tasks > 0;
     tap_ok(ran == 4 && count_lines(out, "version 1\n") == 4 && pspawn_context_uses_zygote(&ctx) &&
            serving == (variant == 2 ? 2 : 1),
            "%s: a first batch through %zu zygote(s) runs version 1 (%d ran)", label, serving, ran);
+    memcpy(old, info, sizeof old);
+    size_t old_nz = nz;
+    pid_t first = pspawn_context_zygote_pid(&ctx);
     if (rename(newlib, lib) != 0)
         tap_bail("rename: %s", strerror(errno));
     ran = run(&ctx, 4, argv, out, NULL);
@@ -456,11 +462,33 @@ static void replaced_library(int variant)
     tap_ok(ran == 4 && count_lines(out, "version 2\n") == 4,
            "%s: renamed over, the next batch runs version 2 (%d ran, %d saw it)", label, ran,
            count_lines(out, "version 2\n"));
+    /* It was served by new zygotes (their task counts are theirs), none
+     * of them an old one: the root and, with fan-out, its sub-zygotes. */
+    pid_t second = pspawn_context_zygote_pid(&ctx);
+    unsigned long served = 0;
+    size_t renewed = 0;
+    serving = 0;
+    nz = pspawn_context_zygotes(&ctx, info, 4);
+    for (size_t i = 0; i < nz && i < 4; i++) {
+        int again = 0;
+        for (size_t k = 0; k < old_nz && k < 4; k++)
+            again |= info[i].pid == old[k].pid;
+        renewed += info[i].pid > 0 && !again;
+        serving += info[i].pid > 0 && info[i].tasks > 0;
+        served += info[i].tasks;
+    }
+    tap_ok(pspawn_context_uses_zygote(&ctx) && second > 0 && second != first && served == 4 &&
+           renewed == nz && nz == old_nz && serving == (variant == 2 ? 2 : 1),
+           "%s: that batch went through a new zygote (%d, was %d; %zu of %zu zygotes new, "
+           "%zu serving, %lu tasks; %s)", label, (int)second, (int)first, renewed, nz, serving,
+           served, pspawn_context_reason(&ctx) ? pspawn_context_reason(&ctx) : "no reason");
     tap_ok(file_has(err, "liblifelib.so was replaced on disk") == 1 &&
-           file_has(err, "a library it loaded was replaced on disk") == 1,
-           "%s: PSPAWN_DEBUG says which library and why the tasks are exec'd", label);
+           file_has(err, "a library it loaded was replaced on disk") == 1 &&
+           file_has(err, "starting a new zygote") == 1,
+           "%s: PSPAWN_DEBUG says which library, and that a new zygote is started", label);
     if (file_has(err, "liblifelib.so was replaced on disk") != 1 ||
-        file_has(err, "a library it loaded was replaced on disk") != 1) {
+        file_has(err, "a library it loaded was replaced on disk") != 1 ||
+        file_has(err, "starting a new zygote") != 1) {
         FILE *f = fopen(err, "re");
         char line[512];
         while (f && fgets(line, sizeof line, f))
@@ -469,8 +497,19 @@ static void replaced_library(int variant)
             fclose(f);
     }
     ran = run(&ctx, 2, argv, out, NULL);
-    tap_ok(ran == 2 && count_lines(out, "version 2\n") == 2, "%s: and so does the one after",
-           label);
+    tap_ok(ran == 2 && count_lines(out, "version 2\n") == 2 && pspawn_context_uses_zygote(&ctx) &&
+           pspawn_context_zygote_pid(&ctx) == second,
+           "%s: and so does the one after, through the same new zygote", label);
+    /* The new zygote watches its libraries too: version 1 put back gets
+     * a third zygote. */
+    snprintf(from, sizeof from, "%s/.libs/liblifelib.so", builddir);
+    if (copy_file(from, newlib, 0755) || rename(newlib, lib) != 0)
+        tap_bail("cannot put version 1 back: %s", strerror(errno));
+    ran = run(&ctx, 2, argv, out, NULL);
+    pid_t third = pspawn_context_zygote_pid(&ctx);
+    tap_ok(ran == 2 && count_lines(out, "version 1\n") == 2 && pspawn_context_uses_zygote(&ctx) &&
+           third > 0 && third != second && third != first,
+           "%s: replaced again, a third zygote (%d) serves version 1", label, (int)third);
     pspawn_context_destroy(&ctx);
     unsetenv("PSPAWN_DEBUG");
     unsetenv("LD_LIBRARY_PATH");
@@ -521,6 +560,47 @@ static void threaded(const char *label)
     pspawn_context_destroy(&ctx);
 }
 
+/* A constructor's POSIX timer is found without /proc (timer numbers); and
+ * where no timer can be made to find them (RLIMIT_SIGPENDING 0), the
+ * zygote cannot tell, and says so instead of serving. */
+static void posix_timers(const char *label)
+{
+    char prog[PATH_MAX], file[PATH_MAX];
+    char *argv[] = { prog, file, NULL };
+    pspawn_context_t ctx;
+    const char *why;
+
+    snprintf(prog, sizeof prog, "%s/timers", builddir);
+    snprintf(file, sizeof file, "%s/timers.out", tmp);
+    setenv("PSPAWN_TEST_TIMERS", "posix", 1);
+    if (pspawn_context_create_opts(&ctx, prog, NULL, "fanout=none") != 0)
+        tap_bail("pspawn_context_create_opts failed");
+    why = pspawn_context_reason(&ctx);
+    int ran = run(&ctx, 1, argv, "/dev/null", NULL);
+    tap_ok(!pspawn_context_uses_zygote(&ctx) && why && strstr(why, "POSIX timers at main (1:") &&
+           ran == 1, "%sa program with a POSIX timer at main is refused (%s)", label,
+           why ? why : "no reason");
+    pspawn_context_destroy(&ctx);
+    unsetenv("PSPAWN_TEST_TIMERS");
+
+    struct rlimit saved, none;
+    char *plain[] = { lifeprog, "fds", NULL };
+    getrlimit(RLIMIT_SIGPENDING, &saved);
+    none = saved;
+    none.rlim_cur = 0;
+    setrlimit(RLIMIT_SIGPENDING, &none);
+    if (pspawn_context_create_opts(&ctx, lifeprog, NULL, "fanout=none") != 0)
+        tap_bail("pspawn_context_create_opts failed");
+    setrlimit(RLIMIT_SIGPENDING, &saved);
+    why = pspawn_context_reason(&ctx);
+    ran = run(&ctx, 1, plain, NULL, NULL);
+    tap_ok(!pspawn_context_uses_zygote(&ctx) && why &&
+           strstr(why, "cannot tell whether the zygote has POSIX timers") && ran == 1,
+           "%sno timer can be made to count them: refused, it cannot tell (%s)", label,
+           why ? why : "no reason");
+    pspawn_context_destroy(&ctx);
+}
+
 /* In a child, in a mount namespace of its own with /proc hidden. */
 static void without_proc(void)
 {
@@ -538,6 +618,7 @@ static void without_proc(void)
         }
         ctor_fds("no /proc: ", 100, 1);
         threaded("no /proc: ");
+        posix_timers("no /proc: ");
         fflush(stdout);
         _exit(tap_failed - failed);
     }
@@ -545,10 +626,13 @@ static void without_proc(void)
     if (WIFEXITED(st) && WEXITSTATUS(st) == 3) {
         tap_skip("needs root, to hide /proc in a mount namespace", "no /proc: constructor fds");
         tap_skip("needs root, to hide /proc in a mount namespace", "no /proc: threads");
+        tap_skip("needs root, to hide /proc in a mount namespace", "no /proc: POSIX timers");
+        tap_skip("needs root, to hide /proc in a mount namespace",
+                 "no /proc: POSIX timers, cannot tell");
         return;
     }
     /* The child's results were printed with our numbers: count them. */
-    tap_count += 2;
+    tap_count += 4;
     tap_failed += WIFEXITED(st) ? WEXITSTATUS(st) : 2;
 }
 

@@ -23,12 +23,18 @@ cp "$probe" "$tmp/pkg/probemod/__main__.py"
 has_numpy=0
 $py -c 'import numpy, threadpoolctl' 2>/dev/null && has_numpy=1
 
+# Every run starts from default signal dispositions, whatever this script
+# was started with (a background job of a non-interactive shell ignores
+# SIGINT and SIGQUIT), but for the cases that set $sigs to ignore some.
+sigs_default="env --default-signal"
+sigs=$sigs_default
+
 # warm NAME PSPAWN_ARGS...: run through the zygote into $tmp/w.out/.err;
 # a pass only if the zygote parked inside Python and no task was exec'd.
 warm() {
     name=$1
     shift
-    PSPAWN_DEBUG=1 "$PSPAWN_BIN" -v "$@" >"$tmp/w.out" 2>"$tmp/w.err"
+    PSPAWN_DEBUG=1 $sigs "$PSPAWN_BIN" -v "$@" >"$tmp/w.out" 2>"$tmp/w.err"
     wrc=$?
     grep -v '^libpspawn\|^pspawn:' "$tmp/w.err" >"$tmp/w.err2"
     grep -q 'parked inside Python' "$tmp/w.err" && ! grep -q 'exec fallback\|exec instead' "$tmp/w.err"
@@ -37,7 +43,7 @@ warm() {
     fi
 }
 cold() {
-    PSPAWN_DEBUG=1 "$PSPAWN_BIN" --exec "$@" >"$tmp/x.out" 2>"$tmp/x.err"
+    PSPAWN_DEBUG=1 $sigs "$PSPAWN_BIN" --exec "$@" >"$tmp/x.out" 2>"$tmp/x.err"
     xrc=$?
 }
 
@@ -75,6 +81,80 @@ cd "$tmp/pkg" || exit 1
 parity "-m" $py -m probemod y
 cd "$tmp" || exit 1
 parity "-X option" $py -X utf8 "$tmp/probe.py"
+
+# Signals the caller ignores: an exec'd interpreter records SIG_IGN for
+# them at its start, and so must a warm task's signal module (its zygote
+# started with every signal at its default).  pspawn itself relays SIGINT,
+# so its tasks get that one at its default; SIGQUIT stays ignored.
+sigs="$sigs_default --ignore-signal=INT,QUIT"
+parity "SIGINT and SIGQUIT ignored by pspawn's caller" $py "$tmp/probe.py"
+quit_ign="(3, '$($py -c 'import signal; print(signal.SIG_IGN)')')"
+grep -q "signals .*$quit_ign" "$tmp/x.out" && grep -q "signals .*$quit_ign" "$tmp/w.out"
+ok $? "SIGQUIT ignored by the caller: the signal module says SIG_IGN, exec'd and warm"
+sigs=$sigs_default
+
+# SIGINT ignored by a launcher that does not handle it itself (the
+# library, here through ctypes): an exec'd interpreter keeps it ignored
+# and installs no KeyboardInterrupt handler.
+lib="$top_builddir/libpspawn/.libs/libpspawn.so.0"
+cat >"$tmp/launch.py" <<'PY'
+# launch.py exec|warm LIB ARGV...: one task of ARGV through libpspawn
+# (pspawn_exec, or a context's zygote); exits as the task did.  A
+# sanitizer build's runtime, preloaded for us, is kept from the task.
+import ctypes, os, sys
+mode, lib, argv = sys.argv[1], ctypes.CDLL(sys.argv[2]), [os.fsencode(a) for a in sys.argv[3:]]
+c_argv = (ctypes.c_char_p * (len(argv) + 1))(*argv, None)
+env = [b'%s=%s' % kv for kv in os.environb.items() if kv[0] not in (b'LD_PRELOAD', b'ASAN_OPTIONS')]
+c_env = (ctypes.c_char_p * (len(env) + 1))(*env, None)
+pid = ctypes.c_int(-1)
+if mode == 'exec':
+    err = lib.pspawn_exec(ctypes.byref(pid), argv[0], None, c_argv, c_env)
+else:
+    ctx = ctypes.c_void_p()
+    err = lib.pspawn_context_create_argv(ctypes.byref(ctx), argv[0], c_argv, c_env, None)
+    if not err and not lib.pspawn_context_uses_zygote(ctypes.byref(ctx)):
+        sys.exit('launch.py: no zygote')
+    if not err:
+        err = lib.pspawn_ex(ctypes.byref(pid), ctypes.byref(ctx), None, c_argv, c_env)
+        lib.pspawn_context_destroy(ctypes.byref(ctx))
+if err:
+    sys.exit('launch.py: %s' % os.strerror(err))
+sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid.value, 0)[1]) % 256)
+PY
+launch_pre=$(ldd "$lib" 2>/dev/null | awk '/lib(asan|ubsan)\.so/ { printf "%s%s", sep, $3; sep = ":" }')
+# launch MODE NAME ARGV...: into $tmp/MODE.out/.err and $MODE_rc, with
+# SIGINT and SIGQUIT ignored by the launcher.
+launch() {
+    mode=$1 name=$2
+    shift 2
+    LD_PRELOAD=$launch_pre ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0 PSPAWN_DEBUG=1 \
+        $sigs_default --ignore-signal=INT,QUIT $py "$tmp/launch.py" $mode "$lib" "$@" \
+        >"$tmp/$mode.out" 2>"$tmp/$mode.err"
+    eval ${mode}_rc=$?
+    if [ $mode = warm ]; then
+        grep -q 'parked inside Python' "$tmp/warm.err" && ! grep -q 'exec fallback\|exec instead' "$tmp/warm.err"
+        ok $? "$name: served warm" || diag_file "$tmp/warm.err" 10
+    fi
+}
+launch exec x $py "$tmp/probe.py"
+launch warm "SIGINT and SIGQUIT ignored by the library's caller" $py "$tmp/probe.py"
+grep -v '^random' "$tmp/exec.out" >"$tmp/exec.same"
+grep -v '^random' "$tmp/warm.out" >"$tmp/warm.same"
+if [ $exec_rc = 0 ] && [ $warm_rc = 0 ] && cmp -s "$tmp/exec.same" "$tmp/warm.same" &&
+    grep -q "signals \[(1, '0'), (2, '1'), $quit_ign" "$tmp/exec.same"; then
+    ok 0 "SIGINT ignored by the library's caller: every probe field the same as exec'd, SIGINT and SIGQUIT SIG_IGN"
+else
+    ok 1 "SIGINT ignored by the library's caller: every probe field the same as exec'd, SIGINT and SIGQUIT SIG_IGN"
+    diag "exit status: exec'd $exec_rc, warm $warm_rc"
+    diag_file "$tmp/exec.err" 5
+    diff "$tmp/exec.same" "$tmp/warm.same" | head -10 | sed 's/^/#   /'
+fi
+code='import os, signal; os.kill(os.getpid(), signal.SIGINT); os.kill(os.getpid(), signal.SIGQUIT); print("still here", signal.getsignal(signal.SIGINT))'
+launch exec x $py -c "$code"
+launch warm "SIGINT sent to a task that ignores it" $py -c "$code"
+[ $exec_rc = 0 ] && [ $warm_rc = 0 ] && [ "$(cat "$tmp/exec.out")" = "$(cat "$tmp/warm.out")" ] &&
+    grep -q '^still here' "$tmp/warm.out"
+ok $? "SIGINT and SIGQUIT ignored, no KeyboardInterrupt: exit 0 and the same output (exec'd $exec_rc, warm $warm_rc: $(cat "$tmp/warm.out"))"
 if [ $has_numpy = 1 ]; then
     parity "numpy preloaded" -p numpy,threadpoolctl $py "$tmp/probe.py"
     for e in OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=2; do

@@ -351,8 +351,14 @@ int main(int argc, char **argv)
     sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
     static const int fwd[] = { SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2 };
-    for (size_t i = 0; i < sizeof fwd / sizeof fwd[0]; i++)
+    for (size_t i = 0; i < sizeof fwd / sizeof fwd[0]; i++) {
+        /* One we were started with ignored (a shell's background job:
+         * SIGINT) stays so, for us and our tasks, as a shell leaves it. */
+        struct sigaction old;
+        if (sigaction(fwd[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+            continue;
         sigaction(fwd[i], &sa, NULL);
+    }
     sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
     sigaction(SIGCHLD, &sa, NULL);
 

@@ -23,6 +23,12 @@ int pspawn_context_create(pspawn_context_t *ctx, const char *path, int core)
     return pspawn_context_create_ex(ctx, path, core, NULL);
 }
 
+static int every_entry(const char *kv)
+{
+    (void)kv;
+    return 1;
+}
+
 /* CORE >= 0 (the older calls): one zygote, pinned there while it loads. */
 static int create(pspawn_context_t *ctx, const char *path, int core, char *const argv[],
                   char *const envp[], const char *options)
@@ -46,6 +52,7 @@ static int create(pspawn_context_t *ctx, const char *path, int core, char *const
     }
     if (core >= 0 && !options)
         z->opts.fanout = PSPAWN_FANOUT_NONE;
+    z->start_core = core;
     z->report_r = -1;
     z->debug = pspawn_env_true("PSPAWN_DEBUG");
     z->timeout_ms = 10000;
@@ -65,7 +72,8 @@ static int create(pspawn_context_t *ctx, const char *path, int core, char *const
         ;
     else if (pspawn_env_true("PSPAWN_FORCE_EXEC"))
         pspawn_fallback(z, 1, "PSPAWN_FORCE_EXEC is set");
-    else if (!(z->loader_env = pspawn_loader_env_of(envp ? envp : environ)))
+    else if (!(z->loader_env = pspawn_loader_env_of(envp ? envp : environ)) ||
+             !(z->start_env = pspawn_env_subset(envp ? envp : environ, every_entry)))
         err = ENOMEM;
     else if (!(err = pspawn_python_prepare(z, argv, envp)))
         err = pspawn_zygote_start(z, core, envp);
@@ -73,6 +81,7 @@ static int create(pspawn_context_t *ctx, const char *path, int core, char *const
         pspawn_zygote_stop(z);
         pspawn_python_free(z);
         pspawn_strv_free(z->loader_env);
+        pspawn_strv_free(z->start_env);
         pspawn_program_free(&z->prog);
         free(z);
         return err;
@@ -107,6 +116,7 @@ void pspawn_context_destroy(pspawn_context_t *ctx)
     pspawn_zygote_stop(z);
     pspawn_program_free(&z->prog);
     pspawn_strv_free(z->loader_env);
+    pspawn_strv_free(z->start_env);
     pspawn_python_free(z);
     free(z);
     ctx->impl = NULL;

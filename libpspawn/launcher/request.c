@@ -331,7 +331,9 @@ static void server_gone(struct batch *b, int s, int kill_it, const char *why)
     }
     /* pspawn_server_lost may have learnt better why (its exit status). */
     why = z->servers[s].why;
-    if (z->fallback)
+    if (z->stale)   /* not a fallback: a new zygote is started (vector.c) */
+        pspawn_debug(z, "zygote %d ended: %s", s, why);
+    else if (z->fallback)
         pspawn_fallback(z, 1, "%s", why);
     else
         pspawn_fallback(z, 0, "sub-zygote %d: %s; its tasks go to the other zygotes", s, why);
@@ -471,4 +473,5 @@ out:
     free(b->cursor);
     free(b->cancelled);
     b->out = NULL;
+    b->capout = 0;      /* so that the batch can run again (a new zygote) */
 }

@@ -83,7 +83,17 @@ int pspawn_run_vector(struct pspawn_zygote *z, pspawn_task_t *tasks, size_t n,
             b.state[i] = T_DONE;
     }
 
-    int use_zygote = !z->fallback && !(c->user_flags & (PSPAWN_FORCE_EXEC | PSPAWN_TRACEME));
+    int forced = (c->user_flags & (PSPAWN_FORCE_EXEC | PSPAWN_TRACEME)) != 0;
+    /* A zygote that exited because a library it loaded was replaced on
+     * disk is followed by a new one, which loads the new library: at most
+     * once per call (here, for one lost in an earlier call that had used
+     * its restart, or after this call's batch). */
+    int restarted = 0;
+    if (z->stale && z->fallback && !forced) {
+        restarted = 1;
+        pspawn_zygote_restart(z);   /* if it fails, exec (the reason says why) */
+    }
+    int use_zygote = !z->fallback && !forced;
     if (c->user_flags & PSPAWN_FORCE_EXEC)
         pspawn_fallback(z, 0, "PSPAWN_FORCE_EXEC requested");
     else if (c->user_flags & PSPAWN_TRACEME)
@@ -158,8 +168,15 @@ int pspawn_run_vector(struct pspawn_zygote *z, pspawn_task_t *tasks, size_t n,
                             "(read at start)", i, (int)len, var);
         }
     }
-    if (use_zygote && n > 0)
+    if (use_zygote && n > 0) {
         pspawn_batch_run(&b);
+        /* What the stale zygote did not create goes to the new one. */
+        if (z->stale && !restarted) {
+            restarted = 1;
+            if (pspawn_zygote_restart(z) == 0 && !z->fallback)
+                pspawn_batch_run(&b);
+        }
+    }
     free_script_argvs(&b);
 
     /* Everything the zygote did not serve: a plain exec, once. */

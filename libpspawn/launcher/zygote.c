@@ -131,7 +131,8 @@ void pspawn_server_lost(struct pspawn_zygote *z, int s, int kill_it, const char 
         if (reap && reap_server(sv, &st) && WIFEXITED(st) &&
             WEXITSTATUS(st) == ZYGOTE_EXIT_STALE && sv->state == SERVER_READY) {
             why = "a library it loaded was replaced on disk";
-            pspawn_debug(z, "zygote %d exited: %s (exec from now on)", (int)sv->pid, why);
+            pspawn_debug(z, "zygote %d exited: %s", (int)sv->pid, why);
+            z->stale = 1;
         }
         sv->pid = -1;
     }
@@ -179,15 +180,23 @@ void pspawn_zygote_refusal(char *buf, size_t size, int status, int detail)
         else
             snprintf(buf, size, "cannot tell whether the zygote has threads at main (no "
                      "/proc/self/task, and unshare(CLONE_THREAD) failed: %s)",
-                     strerror(detail < 0 ? -detail : EINVAL));
+                     strerror(detail < 0 && detail > -4096 ? -detail : EINVAL));
         break;
     case ZYGOTE_TOO_MANY_FDS:
         snprintf(buf, size, "the program's constructors left %d fds open, more than a zygote "
                  "keeps for its tasks", detail);
         break;
     case ZYGOTE_POSIX_TIMERS:
-        snprintf(buf, size, "zygote has POSIX timers at main (%d: a constructor called "
-                 "timer_create; fork keeps none)", detail);
+        if (detail > 0)
+            snprintf(buf, size, "zygote has POSIX timers at main (%d: a constructor called "
+                     "timer_create; fork keeps none)", detail);
+        else if (detail == -E2BIG)
+            snprintf(buf, size, "cannot tell whether the zygote has POSIX timers at main (no "
+                     "/proc/self/timers, and its constructors made too many to look at)");
+        else
+            snprintf(buf, size, "cannot tell whether the zygote has POSIX timers at main (no "
+                     "/proc/self/timers, and no timer could be made to find their numbers: %s)",
+                     strerror(detail < 0 && detail > -4096 ? -detail : EINVAL));
         break;
     case ZYGOTE_NO_LIBC_START:
         snprintf(buf, size, "program does not start through __libc_start_main "
@@ -495,6 +504,29 @@ void pspawn_zygote_stop(struct pspawn_zygote *z)
         close(z->report_r);
     z->report_r = -1;
     pspawn_fanout_cleanup(z);
+}
+
+int pspawn_zygote_restart(struct pspawn_zygote *z)
+{
+    pspawn_debug(z, "starting a new zygote: a library the last one loaded was replaced on disk");
+    pspawn_zygote_stop(z);
+    z->stale = 0;
+    z->fallback = 0;
+    z->python = 0;
+    z->replica_dir[0] = 0;
+    /* Its tasks get the caller's privileges of now (the new zygote's),
+     * which later calls are checked against. */
+    int err = pspawn_creds_get(&z->creds);
+    if (err) {
+        pspawn_fallback(z, 1, "cannot read the caller's credentials: %s", strerror(err));
+        return 0;
+    }
+    err = pspawn_zygote_start(z, z->start_core, z->start_env);
+    if (err) {
+        pspawn_zygote_stop(z);
+        pspawn_fallback(z, 1, "no new zygote: %s", strerror(err));
+    }
+    return err;
 }
 
 uint32_t pspawn_zygote_next_id(struct pspawn_zygote *z)

@@ -89,10 +89,19 @@ static long move_private_pages(int node)
             looked++;
             if (++n < BATCH && !(a + (unsigned long)page >= end))
                 continue;
-            if (syscall(SYS_move_pages, 0, (unsigned long)n, pages, nodes, status,
-                        MPOL_MF_MOVE) >= 0)
-                for (int i = 0; i < n; i++)
+            /* A page busy at that moment (under load) is tried once more. */
+            for (int tries = 0; n > 0 && tries < 2; tries++) {
+                if (syscall(SYS_move_pages, 0, (unsigned long)n, pages, nodes, status,
+                            MPOL_MF_MOVE) < 0)
+                    break;
+                int busy = 0;
+                for (int i = 0; i < n; i++) {
                     moved += status[i] == node;
+                    if (status[i] == -EBUSY || status[i] == -EAGAIN)
+                        pages[busy++] = pages[i];
+                }
+                n = busy;
+            }
             n = 0;
         }
     }
@@ -101,6 +110,26 @@ static long move_private_pages(int node)
     free(nodes);
     free(status);
     return moved;
+}
+
+/* A forked sub-zygote's node, until it has moved its pages a second time
+ * (zygote_settle_pages); -1 after, and in every other zygote. */
+static int settle_node = -1;
+static int making_children;
+
+/* A forked sub-zygote shares its maker's pages copy-on-write.  Each one
+ * the maker writes after the fork (while it makes our siblings, or serves
+ * its first requests) becomes ours alone, but stays on the maker's node:
+ * zygote_become_group, right after the fork, could not move it yet.  So
+ * before the first task we make, when the maker has done most of that,
+ * we move what is ours alone once more.  (Pages the maker splits off
+ * later stay where they are, as those still shared with it do.) */
+void zygote_settle_pages(void)
+{
+    if (settle_node < 0 || making_children)
+        return;
+    move_private_pages(settle_node);
+    settle_node = -1;
 }
 
 void zygote_become_group(const struct wire_group *g)
@@ -443,6 +472,8 @@ static int forked_sub(struct wire_fanout *f, const struct wire_group *g, int cha
     parked.groups = NULL;
     parked.ngroups = 0;
     zygote_become_group(g);
+    if (g->node >= 0 && g->node < PSPAWN_NODEMASK_BYTES * 8)
+        settle_node = g->node;
     if (make_children(f, g->index, fds, nfds, standin))
         return 1;
     keep_only(chan);
@@ -457,6 +488,7 @@ static int make_children(struct wire_fanout *f, int me, int *fds, int nfds, int 
     int null = open("/dev/null", O_RDWR | O_CLOEXEC);
     pid_t root = parked.root ? parked.root : getpid();
     unsigned long extra = standin ? 0 : CLONE_PARENT;
+    making_children = 1;    /* the clones here are no tasks */
     for (uint32_t i = 0; i < f->ngroups; i++) {
         struct wire_group *g = &f->groups[i];
         if (g->parent != me || g->index == me)
@@ -478,6 +510,7 @@ static int make_children(struct wire_fanout *f, int me, int *fds, int nfds, int 
                 if (pair[0] >= 0)
                     close(pair[0]);
                 close(null);
+                making_children = 0;
                 return forked_sub(f, g, chan, root, fds, nfds, standin);
             }
         } else {
@@ -505,6 +538,7 @@ static int make_children(struct wire_fanout *f, int me, int *fds, int nfds, int 
     }
     if (null >= 0)
         close(null);
+    making_children = 0;
     return 0;
 }
 

@@ -33,6 +33,10 @@ static const char warm_py[] =
 static int find_pool(struct dl_phdr_info *info, size_t size, void *data);
 static void (*before_fork)(void), (*after_fork_parent)(void), (*after_fork_child)(void);
 static struct task_start task;
+/* Signals whose disposition is still the one the interpreter chose at its
+ * start (no preloaded module changed it), and those the task's caller
+ * ignores (bit n-1 = signal n). */
+static uint64_t interpreter_sigs, task_sigign;
 
 int zygote_python_detect(void)
 {
@@ -80,15 +84,44 @@ void zygote_python_after_fork_parent(void)
 
 /* Park inside the interpreter.  Called by the bootstrap with the GIL held
  * (ctypes.PyDLL); returns 1 in each task, after the interpreter's fork
- * hooks have run there (thread state, locks, os.register_at_fork). */
-EXPORT int pspawn_python_park(void)
+ * hooks have run there (thread state, locks, os.register_at_fork).
+ * OWN_SIGS: the signals whose Python handler is still the one the
+ * interpreter set up at its start. */
+EXPORT int pspawn_python_park(uint64_t own_sigs)
 {
     parked.python_warm = 1;
+    interpreter_sigs = own_sigs;
     dl_iterate_phdr(find_pool, NULL);
     task = zygote_park();
     if (after_fork_child)
         after_fork_child();
     return 1;
+}
+
+/* In a task, before its release (async-signal-safe): an exec'd
+ * interpreter reads each signal's disposition at its start and keeps one
+ * that its caller ignored ignored, SIGINT included (it then installs no
+ * KeyboardInterrupt handler).  Child setup already ignored those the
+ * zygote had at their default; the interpreter's own (SIGINT's handler)
+ * are ignored here, so that no SIGINT trips it before the bootstrap makes
+ * the signal module's table say SIG_IGN too. */
+void zygote_python_task_signals(uint64_t sigign)
+{
+    if (!parked.python_warm)
+        return;
+    task_sigign = sigign;
+    for (int sig = 1; sig <= 64; sig++) {
+        uint64_t bit = UINT64_C(1) << (sig - 1);
+        if ((sigign & interpreter_sigs & parked.ctor_sigs & bit) && sig != SIGKILL &&
+            sig != SIGSTOP)
+            pspawn_child_sigdisp(sig, 1);
+    }
+}
+
+/* The signals the task's caller ignores, for the bootstrap. */
+EXPORT uint64_t pspawn_python_task_sigign(void)
+{
+    return task_sigign;
 }
 
 /* The interpreter cannot be made warm: tell the launcher why, and end. */

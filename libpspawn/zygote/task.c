@@ -119,6 +119,7 @@ pid_t zygote_clone(unsigned long extra, int *parent_tid)
         errno = ESTALE;
         return -1;
     }
+    zygote_settle_pages();
     zygote_python_before_fork();
     if (parked.task_cgroup >= 0 && (extra & CLONE_PARENT)) {
         /* subzygote=cgroup: our tasks belong in the launcher's cgroup, not
@@ -247,6 +248,8 @@ struct task_start zygote_task_main(char *base, size_t size, struct wire_go *go, 
         err = build_args(base, t, &ts, &arg_start);
     if (!err)
         err = pspawn_child_setup(&s);
+    if (!err)
+        zygote_python_task_signals(w->sigign);
     int report_fd = fds[nfds];
     if (standin) {
         /* Our parent is the zygote, which already has our pid: only a

@@ -8,7 +8,9 @@
 # interpreter has it; the function's frames are cut from tracebacks.
 
 def _pspawn_warm():
-    import sys, os, gc, ctypes
+    import sys, os, gc, ctypes, _signal
+    # Each signal's handler as the interpreter set it up at its start.
+    start_handlers = {n: _signal.getsignal(n) for n in range(1, min(_signal.NSIG, 65))}
 
     ours = {sys._getframe(0).f_code, sys._getframe(1).f_code}
     main_dict = sys.modules['__main__'].__dict__
@@ -16,6 +18,7 @@ def _pspawn_warm():
     proxy = ctypes.PyDLL(None)
     proxy.pspawn_python_task_argv.restype = ctypes.POINTER(ctypes.c_char_p)
     proxy.pspawn_python_exec_path.restype = ctypes.c_char_p
+    proxy.pspawn_python_task_sigign.restype = ctypes.c_uint64
     SCRIPT, COMMAND, MODULE = 0, 1, 2
     if sys.version_info < (3, 8):
         proxy.pspawn_python_refuse(1)
@@ -257,9 +260,22 @@ def _pspawn_warm():
         gc.freeze()
     del verdicts, wanted, untried, refused, chosen, extra_path
 
-    proxy.pspawn_python_park()
+    # The signals no preloaded module gave another handler: a task whose
+    # caller ignores one of them gets SIG_IGN, as an exec'd interpreter
+    # records it at its start (and then sets no SIGINT handler).
+    own_sigs = sum(1 << (n - 1) for n, h in start_handlers.items() if _signal.getsignal(n) is h)
+    proxy.pspawn_python_park(ctypes.c_uint64(own_sigs))
 
     # ==== in a task ========================================================
+    # (python.c already ignores them at the system's level.)
+    sigign = proxy.pspawn_python_task_sigign() & own_sigs
+    for n in start_handlers:
+        if sigign >> (n - 1) & 1:
+            try:
+                _signal.signal(n, _signal.SIG_IGN)
+            except (OSError, ValueError):
+                pass
+    del start_handlers, sigign
     argc = proxy.pspawn_python_task_argc()
     c_argv = proxy.pspawn_python_task_argv()
     argv_b = [c_argv[i] for i in range(argc)]

@@ -229,6 +229,9 @@ void zygote_become_group(const struct wire_group *wg);
 int zygote_fanout(char *base, size_t size, int *fds, int nfds, int standin);
 /* The group a task bound to CPUS goes to among the stand-in root's. */
 int zygote_group_of(const unsigned char *cpus);
+/* A forked sub-zygote moves the pages its maker left it (those the maker
+ * wrote after the fork) to its node, once, before its first task. */
+void zygote_settle_pages(void);
 
 
 /* preload.c: dlopen, before parking, what the program's tasks loaded
@@ -246,6 +249,9 @@ int zygote_python_main(int argc, char **argv, char **envp);
  * part runs once the task is released, in pspawn_python_park). */
 void zygote_python_before_fork(void);
 void zygote_python_after_fork_parent(void);
+/* In a warm interpreter's task, before its release: it ignores what its
+ * caller ignores (SIGIGN: the request's), as an exec'd interpreter does. */
+void zygote_python_task_signals(uint64_t sigign);
 
 /* standin.c: stand-in mode (exits when the node's tasks are served). */
 struct task_start zygote_serve_standin(void);

@@ -6,6 +6,9 @@
 # cannot run it, QEMU's emulator does; where QEMU cannot be had, one test
 # reports itself skipped (not passed).
 #
+# NUMA_VM_REPEAT=N runs the subzygote=fork case N more times in the same
+# guest (a timing hunt); NUMA_VM_VERBOSE=1 shows every zygote's mappings.
+#
 # Installs qemu-system-x86 where missing; the kernel and busybox packages
 # are downloaded once into $PSPAWN_VM_CACHE (default /var/cache/pspawn-vm).
 set -u
@@ -61,6 +64,7 @@ mount -t devtmpfs dev /dev
 mkdir -p /dev/shm && mount -t tmpfs shm /dev/shm
 mount -t cgroup2 cgroup2 /sys/fs/cgroup
 export PSPAWN_PROXY=$build/libpspawn/.libs/libpspawn-proxy.so NUMA_TASK=$build/tests/vm/numa-task
+export NUMA_VM_REPEAT=${NUMA_VM_REPEAT:-0} ${NUMA_VM_VERBOSE:+NUMA_VM_VERBOSE=1}
 echo "numa-vm: begin"
 $build/tests/vm/numa-vm
 echo "numa-vm: end \$?"
