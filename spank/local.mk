@@ -13,8 +13,13 @@ spank_plugin_sources = \
 	spank/pspawn_config.c spank/pspawn_config.h \
 	spank/pspawn_cgroup.h spank/pspawn_mover.c
 
+# One test program: the fake slurmstepd, the plugin's tests, the mover's.
+spank_test_plugin_sources = \
+	spank/test-plugin.c spank/test-plugin.h \
+	spank/test-slurmstepd.c spank/test-mover.c
+
 # Also in the tarball of a build without Slurm.
-EXTRA_DIST += $(spank_plugin_sources) spank/test-config.c spank/test-plugin.c \
+EXTRA_DIST += $(spank_plugin_sources) spank/test-config.c $(spank_test_plugin_sources) \
 	spank/test-cgroup.c
 
 # make distcheck installs as a user, under its own prefix.
@@ -49,7 +54,7 @@ spank_test_cgroup_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests
 # The built plugin in a fake slurmstepd that defines the SPANK calls.
 check_PROGRAMS += spank/test-plugin
 TESTS += spank/test-plugin
-spank_test_plugin_SOURCES = spank/test-plugin.c
+spank_test_plugin_SOURCES = $(spank_test_plugin_sources)
 spank_test_plugin_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS) -I$(top_srcdir)/tests \
 	-DPLUGIN_PATH='"$(abs_top_builddir)/spank/.libs/spank_pspawn.so"'
 spank_test_plugin_LDFLAGS = $(AM_LDFLAGS) -export-dynamic -no-install
