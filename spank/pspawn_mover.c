@@ -250,8 +250,10 @@ static long long now_ms(void)
 static void reply(struct conn *c, int err, int moved)
 {
     struct pspawn_mover_reply r = { PSPAWN_MOVER_MAGIC, err, moved };
+    /* At debug level: slurm_error would reach the step's output, which
+     * another user's connections must not be able to write into. */
     if (err == EPERM)
-        slurm_error("pspawn: mover: refused a request from pid %d uid %d", (int)c->peer,
+        slurm_debug("pspawn: mover: refused a request from pid %d uid %d", (int)c->peer,
                     (int)c->peer_uid);
     send(c->fd, &r, sizeof r, MSG_NOSIGNAL);
 }

@@ -37,6 +37,7 @@
 #include <slurm/slurm.h>
 
 #define TOKEN_BYTES 16
+#define KEY_NONCE_BYTES 8      /* the random part of the step's names */
 
 /* slurmstepd's pid, from slurm_spank_init. */
 pid_t pspawn_stepd_pid;
@@ -44,7 +45,7 @@ pid_t pspawn_stepd_pid;
 /* What slurm_spank_user_init decided, inherited by each task's child. */
 static struct {
     int use;                        /* exec the shim for every task */
-    char key[64];                   /* uid.jobid.stepid */
+    char key[64];                   /* uid.jobid.stepid.nonce */
     char token[2 * TOKEN_BYTES + 1];
     char local_tasks[16];
     char proctrack[64];             /* "" when unknown */
@@ -160,12 +161,15 @@ static void read_signal_children(char *buf, size_t len)
         snprintf(buf, len, "1");
 }
 
-static int make_token(char *hex)
+/* BYTES random bytes as hex into HEX (2 * BYTES + 1 chars). */
+static int random_hex(char *hex, size_t bytes)
 {
     unsigned char raw[TOKEN_BYTES];
     size_t got = 0;
-    while (got < sizeof raw) {
-        ssize_t n = getrandom(raw + got, sizeof raw - got, 0);
+    if (bytes > sizeof raw)
+        return -1;
+    while (got < bytes) {
+        ssize_t n = getrandom(raw + got, bytes - got, 0);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -173,7 +177,7 @@ static int make_token(char *hex)
         }
         got += (size_t)n;
     }
-    for (size_t i = 0; i < sizeof raw; i++)
+    for (size_t i = 0; i < bytes; i++)
         snprintf(hex + 2 * i, 3, "%02x", raw[i]);
     return 0;
 }
@@ -242,11 +246,15 @@ int pspawn_stepd_user_init(spank_t sp)
         say("pspawn: step %u.%u: plain exec (%s)", jobid, stepid, reason);
         return 0;
     }
-    if (make_token(step.token) < 0) {
+    /* The step's names end with a random part: another user who reads
+     * job ids could otherwise bind them before the step does (the mover's
+     * first, at this very point). */
+    char nonce[2 * KEY_NONCE_BYTES + 1];
+    if (random_hex(step.token, TOKEN_BYTES) < 0 || random_hex(nonce, KEY_NONCE_BYTES) < 0) {
         slurm_error("pspawn: getrandom: %s; tasks run with a plain exec", strerror(errno));
         return 0;
     }
-    snprintf(step.key, sizeof step.key, "%u.%u.%u", (unsigned)uid, jobid, stepid);
+    snprintf(step.key, sizeof step.key, "%u.%u.%u.%s", (unsigned)uid, jobid, stepid, nonce);
     snprintf(step.local_tasks, sizeof step.local_tasks, "%u", local_tasks);
     read_proctrack(step.proctrack, sizeof step.proctrack);
     read_signal_children(step.signal_children, sizeof step.signal_children);
@@ -260,8 +268,16 @@ int pspawn_stepd_user_init(spank_t sp)
         say("pspawn: step %u.%u: user_init runs outside slurmstepd (contain_spank): "
             "tasks stay in the zygote's cgroups", jobid, stepid);
         step.mover[0] = '\0';
-    } else if (pspawn_mover_start(uid, step.mover, step.token) < 0) {
+    } else if (getuid() != 0) {
+        /* Not slurmstepd as Slurm runs it (a test's): no mover can be. */
+        slurm_error("pspawn: step %u.%u: no mover (not root): tasks stay in the zygote's cgroups",
+                    jobid, stepid);
         step.mover[0] = '\0';
+    } else if (pspawn_mover_start(uid, step.mover, step.token) < 0) {
+        /* Tasks would stay in the zygote's cgroups, accounted and limited
+         * as another task: exec them as Slurm would. */
+        say("pspawn: step %u.%u: plain exec (the mover could not start)", jobid, stepid);
+        return 0;
     }
     step.use = 1;
     say("pspawn: step %u.%u: %u task(s) through %s (signals=%s, proctrack %s%s%s%s)",

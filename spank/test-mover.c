@@ -84,6 +84,23 @@ int open(const char *path, int flags, ...)
     return (int)syscall(SYS_openat, AT_FDCWD, path, flags, mode);
 }
 
+const char *fail_bind_suffix;
+
+/* The plugin's bind() is this one too: a mover whose name is taken. */
+int bind(int fd, const struct sockaddr *addr, socklen_t len)
+{
+    const struct sockaddr_un *un = (const struct sockaddr_un *)addr;
+    size_t off = offsetof(struct sockaddr_un, sun_path);
+    if (fail_bind_suffix && addr->sa_family == AF_UNIX && len > off + 1 && !un->sun_path[0]) {
+        size_t n = len - off - 1, k = strlen(fail_bind_suffix);
+        if (n >= k && memcmp(un->sun_path + 1 + n - k, fail_bind_suffix, k) == 0) {
+            errno = EADDRINUSE;
+            return -1;
+        }
+    }
+    return (int)syscall(SYS_bind, fd, addr, len);
+}
+
 /* The euid ask_mover's task runs with (-1: the user's, as every uid). */
 static int task_euid = -1;
 
@@ -328,7 +345,8 @@ void test_mover(void)
     shared_tap_ok(trc == 0, "mover: task_init");
     const char *name = env_get("PSPAWN_SHIM_MOVER");
     const char *token = env_get("PSPAWN_SHIM_TOKEN");
-    shared_tap_ok(name && token && strcmp(name, "pspawn-65534.43.0.mover") == 0,
+    shared_tap_ok(name && token && strncmp(name, "pspawn-65534.43.0.", 18) == 0 &&
+                      strlen(name) == 18 + 16 + 6 && strcmp(name + 18 + 16, ".mover") == 0,
                   "mover: named for the step (%s)", name ? name : "none");
     if (!name || !token)
         goto out;

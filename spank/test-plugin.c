@@ -251,7 +251,9 @@ int main(void)
                 &(struct step){ .plugstack = "shim=" SHIM, .option_given = 1, .stepid = 7,
                                 .local_tasks = 4, .argv = ARGV("./app", "-n", "3") },
                 &t);
-    tap_ok(strcmp(t.key, "1000.42.7") == 0, "PSPAWN_SHIM_KEY=uid.jobid.stepid (%s)", t.key);
+    tap_ok(strncmp(t.key, "1000.42.7.", 10) == 0 && strlen(t.key) == 26 &&
+           strspn(t.key + 10, "0123456789abcdef") == 16,
+           "PSPAWN_SHIM_KEY=uid.jobid.stepid.nonce, 16 hex digits of it random (%s)", t.key);
     tap_ok(is_hex32(t.token), "PSPAWN_SHIM_TOKEN is 32 hex digits (%s)", t.token);
     tap_ok(strcmp(t.local_tasks, "4") == 0, "PSPAWN_SHIM_LOCAL_TASKS=4 (%s)", t.local_tasks);
     tap_ok(strcmp(t.signals, "auto") == 0 && strcmp(t.debug, "0") == 0,
@@ -261,7 +263,8 @@ int main(void)
     /* The mover needs root (it takes back slurmstepd's saved uid 0). */
     int mover = geteuid() == 0;
     if (mover)
-        tap_ok(strcmp(t.mover, "pspawn-1000.42.7.mover") == 0,
+        tap_ok(strncmp(t.mover, "pspawn-", 7) == 0 && strncmp(t.mover + 7, t.key, strlen(t.key)) == 0 &&
+               strcmp(t.mover + 7 + strlen(t.key), ".mover") == 0,
                "as root: PSPAWN_SHIM_MOVER names the step's mover (%s)", t.mover);
     else
         tap_ok(strcmp(t.mover, "-") == 0 && strstr(host.last_error, "zygote's cgroups"),
@@ -273,8 +276,19 @@ int main(void)
     tap_ok(t.n_pspawn_vars == 7 + mover, "%d PSPAWN_ variables with PSPAWN_SHIM_ARGV0 (%d)",
            7 + mover, t.n_pspawn_vars);
 #endif
-    if (mover)
+    if (mover) {
         test_mover();
+        /* Without its mover, tasks would stay in the zygote's cgroups,
+         * accounted as another task: the step is exec'd instead. */
+        fail_bind_suffix = ".mover";
+        host.log[0] = '\0';
+        expect_plain("as root, the mover cannot listen (its name taken)",
+                     &(struct step){ .plugstack = "shim=" SHIM " debug=1", .option_given = 1,
+                                     .stepid = 9, .local_tasks = 4, .argv = ARGV("./app") });
+        fail_bind_suffix = NULL;
+        tap_ok(strstr(host.log, "the mover could not start") != NULL,
+               "the mover cannot listen: the log says why");
+    }
     test_contain_spank();
 
     /* Tasks of one step share the token; another step draws its own. */

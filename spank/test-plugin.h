@@ -106,6 +106,10 @@ void shared_tap_skip(const char *reason, const char *fmt, ...);
 /* test-mover.c: the mover of a step set up as root; its results. */
 void test_mover(void);
 
+/* test-mover.c: while set, the plugin's bind() of an abstract name that
+ * ends with it fails with EADDRINUSE (its name taken). */
+extern const char *fail_bind_suffix;
+
 #pragma GCC visibility pop
 
 #endif
