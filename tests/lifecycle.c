@@ -10,21 +10,16 @@
  *  3. program by fd: the program is swapped for a static one (whose main
  *     leaves a mark) between its inspection and the zygote's exec: no
  *     zygote runs it, the tasks run what is on disk, once each;
- *  4. a library renamed over between two batches: the zygote exits and a
- *     new one (with new sub-zygotes) serves the second batch, which runs
- *     the new library's code, and PSPAWN_DEBUG says why; the same for a
- *     zygote without inotify (noinotify preloaded), and with a sub-zygote
- *     per CPU;
- *  5. constructor fds: 100 are kept by every task; 1100 are refused with a
+ *  4. constructor fds: 100 are kept by every task; 1100 are refused with a
  *     reason and the tasks exec'd; without /proc (a mount namespace where
  *     it is hidden: root only), the fds are still found, a threaded
  *     program and one with a POSIX timer are still refused, and a zygote
  *     that cannot make a timer to count them refuses, saying so;
- *  6. /proc/PID/environ of the zygote and of a task holds no
+ *  5. /proc/PID/environ of the zygote and of a task holds no
  *     PSPAWN_ZYGOTE_ variable.
+ * A library replaced on disk: tests/lifecycle-libs.c.
  *
- * Uses $TESTS_BUILDDIR/{lifeprog,lifeprog-static,threaded} and
- * $TESTS_BUILDDIR/.libs/lib{lifelib,lifelib2,noinotify}.so.
+ * Uses $TESTS_BUILDDIR/{lifeprog,lifeprog-static,threaded,timers}.
  */
 #include <dirent.h>
 #include <dlfcn.h>
@@ -44,19 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "pspawn.h"
-#include "tap.h"
-
-/* Half of PATH_MAX: room for the names made of them. */
-static char builddir[PATH_MAX / 2], tmp[PATH_MAX / 2], lifeprog[PATH_MAX / 2];
-
-static void sleep_ms(long ms)
-{
-    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
+#include "lifecycle.h"
 
 static double now(void)
 {
@@ -64,29 +47,6 @@ static double now(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int copy_file(const char *from, const char *to, mode_t mode)
-{
-    char buf[65536];
-    int in = open(from, O_RDONLY | O_CLOEXEC), out;
-    ssize_t n;
-    int rc = 0;
-
-    if (in < 0)
-        return -1;
-    out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-    if (out < 0) {
-        close(in);
-        return -1;
-    }
-    while ((n = read(in, buf, sizeof buf)) > 0)
-        if (write(out, buf, (size_t)n) != n)
-            rc = -1;
-    close(in);
-    if (close(out) != 0 || n < 0)
-        rc = -1;
-    return rc;
 }
 
 /* Files in DIR whose names start with PREFIX; their pids (the rest of the
@@ -140,68 +100,6 @@ static int wait_for(pid_t pid, double seconds)
         sleep_ms(10);
     } while (now() < end);
     return -1;
-}
-
-/* Spawn N tasks of ARGV through CTX with fd 1 on OUT (if not NULL) and
- * wait for them: how many exited with 0.  Their pids in PIDS if not NULL. */
-static int run(pspawn_context_t *ctx, int n, char *const argv[], const char *out, pid_t *pids)
-{
-    pid_t p[64];
-    int saved = -1, fd, ok = 0, st;
-
-    if (out) {
-        fflush(stdout);
-        saved = dup(1);
-        fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd < 0 || saved < 0)
-            tap_bail("cannot open %s: %s", out, strerror(errno));
-        dup2(fd, 1);
-        close(fd);
-    }
-    int err = pspawn_n(p, ctx, n, argv);
-    if (out) {
-        dup2(saved, 1);
-        close(saved);
-    }
-    if (err) {
-        tap_diag("pspawn_n: %s", strerror(err));
-        return -1;
-    }
-    for (int i = 0; i < n; i++) {
-        if (pids)
-            pids[i] = p[i];
-        while (waitpid(p[i], &st, 0) < 0 && errno == EINTR)
-            ;
-        ok += WIFEXITED(st) && WEXITSTATUS(st) == 0;
-    }
-    return ok;
-}
-
-static int count_lines(const char *file, const char *line)
-{
-    FILE *f = fopen(file, "re");
-    char buf[256];
-    int n = 0;
-
-    while (f && fgets(buf, sizeof buf, f))
-        n += strcmp(buf, line) == 0;
-    if (f)
-        fclose(f);
-    return n;
-}
-
-static int file_has(const char *file, const char *what)
-{
-    static char buf[1 << 16];
-    int fd = open(file, O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
-
-    if (fd >= 0)
-        close(fd);
-    if (n < 0)
-        return -1;
-    buf[n] = 0;
-    return memmem(buf, (size_t)n, what, strlen(what)) != NULL;
 }
 
 /* ---- 1. the launcher dies while its zygote loads ------------------------ */
@@ -402,121 +300,7 @@ static void swapped_program(const char *where)
     unsetenv("PSPAWN_TEST_DIR");
 }
 
-/* ---- 4. a library renamed over between two batches ---------------------- */
-
-/* VARIANT 1: the zygote has no inotify (noinotify preloaded) and looks at
- * its libraries' directories instead; 2: a sub-zygote per CPU (forked,
- * looking at the directories) serves with the root. */
-static void replaced_library(int variant)
-{
-    static const char *const labels[] = { "library", "library, no inotify",
-                                          "library, fan-out" };
-    const char *label = labels[variant];
-    const char *options = variant == 2 ? "fanout=core,subzygote=fork,start=eager" : "fanout=none";
-    char preload[PATH_MAX];
-    char libdir[PATH_MAX], lib[PATH_MAX], newlib[PATH_MAX], from[PATH_MAX], out[PATH_MAX];
-    char err[PATH_MAX];
-    char *argv[] = { lifeprog, "version", NULL };
-    pspawn_context_t ctx;
-
-    snprintf(libdir, sizeof libdir, "%s/lib", tmp);
-    mkdir(libdir, 0755);
-    snprintf(lib, sizeof lib, "%s/lib/liblifelib.so", tmp);
-    snprintf(newlib, sizeof newlib, "%s/lib/liblifelib.so.new", tmp);
-    snprintf(from, sizeof from, "%s/.libs/liblifelib.so", builddir);
-    if (copy_file(from, lib, 0755))
-        tap_bail("cannot copy %s", from);
-    snprintf(from, sizeof from, "%s/.libs/liblifelib2.so", builddir);
-    if (copy_file(from, newlib, 0755))
-        tap_bail("cannot copy %s", from);
-    snprintf(out, sizeof out, "%s/versions", tmp);
-    snprintf(err, sizeof err, "%s/debug", tmp);
-    setenv("LD_LIBRARY_PATH", libdir, 1);
-    setenv("PSPAWN_DEBUG", "1", 1);
-    snprintf(preload, sizeof preload, "%s/.libs/libnoinotify.so", builddir);
-    if (variant == 1)
-        setenv("LD_PRELOAD", preload, 1);
-    /* What the launcher and the zygote say, on our stderr. */
-    fflush(stderr);
-    int saved = dup(2), fd = open(err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    dup2(fd, 2);
-    close(fd);
-    if (pspawn_context_create_opts(&ctx, lifeprog, NULL, options) != 0)
-        tap_bail("pspawn_context_create_opts failed");
-    int ran = run(&ctx, 4, argv, out, NULL);
-    pspawn_zygote_info_t info[4], old[4];
-    size_t nz = pspawn_context_zygotes(&ctx, info, 4), serving = 0;
-    for (size_t i = 0; i < nz && i < 4; i++)
-        serving += info[i].pid > 0 && info[i].tasks > 0;
-    tap_ok(ran == 4 && count_lines(out, "version 1\n") == 4 && pspawn_context_uses_zygote(&ctx) &&
-           serving == (variant == 2 ? 2 : 1),
-           "%s: a first batch through %zu zygote(s) runs version 1 (%d ran)", label, serving, ran);
-    memcpy(old, info, sizeof old);
-    size_t old_nz = nz;
-    pid_t first = pspawn_context_zygote_pid(&ctx);
-    if (rename(newlib, lib) != 0)
-        tap_bail("rename: %s", strerror(errno));
-    ran = run(&ctx, 4, argv, out, NULL);
-    dup2(saved, 2);
-    close(saved);
-    tap_ok(ran == 4 && count_lines(out, "version 2\n") == 4,
-           "%s: renamed over, the next batch runs version 2 (%d ran, %d saw it)", label, ran,
-           count_lines(out, "version 2\n"));
-    /* It was served by new zygotes (their task counts are theirs), none
-     * of them an old one: the root and, with fan-out, its sub-zygotes. */
-    pid_t second = pspawn_context_zygote_pid(&ctx);
-    unsigned long served = 0;
-    size_t renewed = 0;
-    serving = 0;
-    nz = pspawn_context_zygotes(&ctx, info, 4);
-    for (size_t i = 0; i < nz && i < 4; i++) {
-        int again = 0;
-        for (size_t k = 0; k < old_nz && k < 4; k++)
-            again |= info[i].pid == old[k].pid;
-        renewed += info[i].pid > 0 && !again;
-        serving += info[i].pid > 0 && info[i].tasks > 0;
-        served += info[i].tasks;
-    }
-    tap_ok(pspawn_context_uses_zygote(&ctx) && second > 0 && second != first && served == 4 &&
-           renewed == nz && nz == old_nz && serving == (variant == 2 ? 2 : 1),
-           "%s: that batch went through a new zygote (%d, was %d; %zu of %zu zygotes new, "
-           "%zu serving, %lu tasks; %s)", label, (int)second, (int)first, renewed, nz, serving,
-           served, pspawn_context_reason(&ctx) ? pspawn_context_reason(&ctx) : "no reason");
-    tap_ok(file_has(err, "liblifelib.so was replaced on disk") == 1 &&
-           file_has(err, "a library it loaded was replaced on disk") == 1 &&
-           file_has(err, "starting a new zygote") == 1,
-           "%s: PSPAWN_DEBUG says which library, and that a new zygote is started", label);
-    if (file_has(err, "liblifelib.so was replaced on disk") != 1 ||
-        file_has(err, "a library it loaded was replaced on disk") != 1 ||
-        file_has(err, "starting a new zygote") != 1) {
-        FILE *f = fopen(err, "re");
-        char line[512];
-        while (f && fgets(line, sizeof line, f))
-            tap_diag("%s", strtok(line, "\n"));
-        if (f)
-            fclose(f);
-    }
-    ran = run(&ctx, 2, argv, out, NULL);
-    tap_ok(ran == 2 && count_lines(out, "version 2\n") == 2 && pspawn_context_uses_zygote(&ctx) &&
-           pspawn_context_zygote_pid(&ctx) == second,
-           "%s: and so does the one after, through the same new zygote", label);
-    /* The new zygote watches its libraries too: version 1 put back gets
-     * a third zygote. */
-    snprintf(from, sizeof from, "%s/.libs/liblifelib.so", builddir);
-    if (copy_file(from, newlib, 0755) || rename(newlib, lib) != 0)
-        tap_bail("cannot put version 1 back: %s", strerror(errno));
-    ran = run(&ctx, 2, argv, out, NULL);
-    pid_t third = pspawn_context_zygote_pid(&ctx);
-    tap_ok(ran == 2 && count_lines(out, "version 1\n") == 2 && pspawn_context_uses_zygote(&ctx) &&
-           third > 0 && third != second && third != first,
-           "%s: replaced again, a third zygote (%d) serves version 1", label, (int)third);
-    pspawn_context_destroy(&ctx);
-    unsetenv("PSPAWN_DEBUG");
-    unsetenv("LD_LIBRARY_PATH");
-    unsetenv("LD_PRELOAD");
-}
-
-/* ---- 5. constructor fds, and no /proc ----------------------------------- */
+/* ---- 4. constructor fds, and no /proc ----------------------------------- */
 
 static void ctor_fds(const char *label, int nfds, int expect_zygote)
 {
@@ -636,7 +420,7 @@ static void without_proc(void)
     tap_failed += WIFEXITED(st) ? WEXITSTATUS(st) : 2;
 }
 
-/* ---- 6. /proc/PID/environ ----------------------------------------------- */
+/* ---- 5. /proc/PID/environ ----------------------------------------------- */
 
 static void environ_block(void)
 {
@@ -669,39 +453,18 @@ static void environ_block(void)
 
 int main(void)
 {
-    const char *b = getenv("TESTS_BUILDDIR");
-
-    tap_watchdog(300);
-    if (!b)
-        tap_bail("TESTS_BUILDDIR is not set");
-    if (strlen(b) >= sizeof builddir - 16)
-        tap_bail("TESTS_BUILDDIR is too long");
-    snprintf(builddir, sizeof builddir, "%s", b);
-    snprintf(lifeprog, sizeof lifeprog, "%.*s/lifeprog", (int)sizeof builddir - 16, b);
-    snprintf(tmp, sizeof tmp, "/tmp/pspawn-lifecycle.XXXXXX");
-    if (!mkdtemp(tmp))
-        tap_bail("mkdtemp: %s", strerror(errno));
-    /* A group of our own: kill(0, ...) reaches us and ours only. */
-    setpgid(0, 0);
-    unsetenv("PSPAWN_OPTIONS");
+    lifecycle_start("lifecycle");
 
     orphan();
     daemon_helper();
     process_group();
     swapped_program("socketpair");
     swapped_program("access");
-    replaced_library(0);
-    replaced_library(1);
-    replaced_library(2);
     ctor_fds("", 100, 1);
     ctor_fds("", 1100, 0);
     threaded("");
     without_proc();
     environ_block();
 
-    char cmd[PATH_MAX + 16];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
-    if (system(cmd) != 0)
-        tap_diag("could not remove %s", tmp);
-    return tap_done();
+    return lifecycle_finish();
 }

@@ -224,7 +224,8 @@ TESTS += tests/hardening
 
 # Zygote lifecycle (issue 19: an orphaned zygote, the terminal's signals,
 # the program and its libraries replaced on disk, constructor fds,
-# /proc/PID/environ): tests/lifecycle drives it through the API,
+# /proc/PID/environ): tests/lifecycle drives it through the API (and
+# tests/lifecycle-libs, for a library replaced on disk),
 # tests/lifecycle-standin.sh through the stand-in shim.  lifeprog is the
 # program launched (with lifelib, built again as lifelib2 to rename over
 # it, and statically as lifeprog-static to swap the program itself);
@@ -241,7 +242,7 @@ tests_liblifelib2_la_CPPFLAGS = $(AM_CPPFLAGS) -DLIFELIB_VERSION=2
 tests_liblifelib2_la_CFLAGS = $(launched_cflags_common)
 tests_liblifelib2_la_LDFLAGS = -rpath $(abs_builddir)/tests/.libs -avoid-version
 
-check_PROGRAMS += tests/lifeprog tests/lifeprog-static tests/lifecycle
+check_PROGRAMS += tests/lifeprog tests/lifeprog-static tests/lifecycle tests/lifecycle-libs
 tests_lifeprog_SOURCES = tests/lifeprog.c
 tests_lifeprog_CFLAGS = $(launched_cflags_common)
 # DT_RUNPATH, which LD_LIBRARY_PATH overrides: the test renames a copy.
@@ -250,11 +251,14 @@ tests_lifeprog_LDADD = tests/liblifelib.la
 tests_lifeprog_static_SOURCES = tests/lifeprog.c tests/lifelib.c
 tests_lifeprog_static_CFLAGS = $(launched_cflags_common)
 tests_lifeprog_static_LDFLAGS = -all-static
-tests_lifecycle_SOURCES = tests/lifecycle.c tests/tap.h
+tests_lifecycle_SOURCES = tests/lifecycle.c tests/lifecycle.h tests/tap.h
 tests_lifecycle_LDADD = libpspawn/libpspawn.la -ldl
 tests_lifecycle_LDFLAGS = $(driver_link_flags)
+tests_lifecycle_libs_SOURCES = tests/lifecycle-libs.c tests/lifecycle.h tests/tap.h
+tests_lifecycle_libs_LDADD = libpspawn/libpspawn.la
+tests_lifecycle_libs_LDFLAGS = $(driver_link_flags)
 
-TESTS += tests/lifecycle tests/lifecycle-standin.sh
+TESTS += tests/lifecycle tests/lifecycle-libs tests/lifecycle-standin.sh
 EXTRA_DIST += tests/lifecycle-standin.sh
 
 # The stand-in path's hardening (shim, stand-in zygote); case 7 of

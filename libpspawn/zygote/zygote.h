@@ -7,6 +7,9 @@
  *
  *   park.c     the constructor, the __libc_start_main wrapper, and the
  *              state recorded when the program parks before main
+ *   selfcheck.c
+ *              what a zygote checks of itself at the park: no other
+ *              thread, no POSIX timer, not too many constructor fds
  *   task.c     a new task: clone, setup as exec would have made it, the go
  *              handshake, and the return into the real main
  *   parse.c    reading a request off the wire into the setup every task
@@ -132,6 +135,13 @@ int zygote_send_ready(int sock, int status, int detail);
  * serve: returns only in a new task, with its main()'s arguments. */
 struct task_start zygote_park(void);
 void zygote_rearm_itimers(void);
+
+/* selfcheck.c */
+/* Exit, after a ready message that says why (if parked.sock is open),
+ * unless a fork of this process can serve as an exec of the program: no
+ * thread but ours, no POSIX timer, at most MAX_CTOR_FDS fds left by the
+ * program's constructors (recorded in parked.ctor_fds). */
+void zygote_check_forkable(void);
 
 /* serve.c: the zygote's life. */
 /* Who a process that found PSPAWN_ENV_PARENT=STARTER is: the zygote
