@@ -56,17 +56,11 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "pidfd.h"
 #include "procfs.h"
 #include "protocol.h"
 #include "pspawn_cgroup.h"
 #include "unixsock.h"
-
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
-#ifndef SYS_pidfd_send_signal
-#define SYS_pidfd_send_signal 424
-#endif
 
 extern char **environ;
 

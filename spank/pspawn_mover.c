@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pidfd.h"
 #include "pspawn_spank.h"
 #include "pspawn_cgroup.h"
 #include "procfs.h"
@@ -131,13 +132,6 @@ static int ours(pid_t pid, const struct ucred *peer)
     }
     return 0;
 }
-
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
-#ifndef SYS_pidfd_send_signal
-#define SYS_pidfd_send_signal 424
-#endif
 
 /* The process a pid names when the request comes: a pidfd (it names that
  * process whatever its number becomes), or, before Linux 5.3, the pid and

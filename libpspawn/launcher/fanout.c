@@ -22,12 +22,9 @@
 #include "cgroup.h"
 #include "internal.h"
 #include "memfd.h"
+#include "pidfd.h"
 #include "replica.h"
 #include "unixsock.h"
-
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
 
 /* Distinguishes the copies and cgroups of this process's contexts. */
 static unsigned long context_seq;

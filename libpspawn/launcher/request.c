@@ -21,10 +21,7 @@
 
 #include "batch.h"
 #include "go.h"
-
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
+#include "pidfd.h"
 
 #define WINDOW 3 /* requests in flight per server: it always has the next one */
 

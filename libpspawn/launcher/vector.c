@@ -14,10 +14,7 @@
 #include <unistd.h>
 
 #include "batch.h"
-
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
+#include "pidfd.h"
 
 static void free_script_argvs(struct batch *b)
 {

@@ -22,15 +22,10 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "pidfd.h"
 
 #ifndef P_PIDFD
 #define P_PIDFD 3
-#endif
-#ifndef SYS_pidfd_send_signal
-#define SYS_pidfd_send_signal 424
-#endif
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
 #endif
 
 void pspawn_debug(const struct pspawn_zygote *z, const char *fmt, ...)
@@ -216,7 +211,6 @@ void pspawn_zygote_refusal(char *buf, size_t size, int status, int detail)
     }
 }
 
-
 int pspawn_start_timeout_ms(const struct pspawn_zygote *z)
 {
     /* Loading a program with a thousand libraries from a slow file system
@@ -224,7 +218,6 @@ int pspawn_start_timeout_ms(const struct pspawn_zygote *z)
     int t = 4 * z->timeout_ms;
     return t < 120000 ? 120000 : t;
 }
-
 
 /* To join internal.h (inspect.c): inspect PATH on one fd each file, and
  * keep the ELF exec loads open (O_PATH) in *EXE_FD; whether A and B are

@@ -42,12 +42,9 @@
 
 #include "groups.h"
 #include "options.h"
+#include "pidfd.h"
 #include "zygote.h"
 #include "strv.h"
-
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
 
 extern char **environ;
 

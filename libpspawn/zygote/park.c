@@ -28,6 +28,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "pidfd.h"
 #include "procfs.h"
 #include "python.h"
 #include "replica.h"
@@ -38,10 +39,6 @@ typedef int (*start_fn)(main_fn, int, char **, void (*)(void), void (*)(void),
                         void (*)(void), void *);
 
 extern char **environ;
-
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
 
 struct parked parked = { .sock = -1, .report = -1, .launcher_pidfd = -1, .exec_fd = -1 };
 

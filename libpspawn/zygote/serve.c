@@ -32,14 +32,11 @@
 #include <unistd.h>
 
 #include "go.h"
+#include "pidfd.h"
 #include "procfs.h"
 #include "replica.h"
 #include "unixsock.h"
 #include "zygote.h"
-
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
 
 /* FD, named by a variable we inherited, is still the channel it names: a
  * seqpacket socket made by PARENT (a socketpair's peer credentials are

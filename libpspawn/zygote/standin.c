@@ -25,12 +25,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pidfd.h"
 #include "unixsock.h"
 #include "zygote.h"
-
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
 
 #define MAX_CLIENTS 1024
 
@@ -45,7 +42,6 @@
 /* A task's setup, from its clone to the close of its error pipe, takes
  * milliseconds: one stopped in it (it never ran) must not stop us. */
 #define SETUP_WAIT_MS 10000
-
 
 /* A sub-zygote's load, sent to the root on each change: the root is idle
  * only when every sub-zygote has received what it forwarded and has

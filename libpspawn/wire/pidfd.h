@@ -1,0 +1,20 @@
+/*
+ * The pidfd system calls' numbers, for C libraries whose headers predate
+ * them (Linux 5.1-5.6; the same on every architecture since 5.1).
+ */
+#ifndef PSPAWN_PIDFD_H
+#define PSPAWN_PIDFD_H
+
+#include <sys/syscall.h>
+
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_getfd
+#define SYS_pidfd_getfd 438
+#endif
+
+#endif
