@@ -35,12 +35,13 @@ AC_DEFUN([PSPAWN_CHECK_PRRTE], [
   AS_CASE([$with_prrte],
     [no], [prrte_why="disabled (--without-prrte)"],
     [yes|check], [for d in /usr/lib/$host_cpu-linux-gnu/openmpi/include/prte /usr/include/prte \
-                            /usr/local/include/prte /opt/openmpi/include/prte; do
+                            /usr/local/include/prte /opt/openmpi/include/prte \
+                            /usr/src/pspawn/prrte; do
                     AS_IF([test -f "$d/src/mca/odls/odls.h"], [prrte_inc=$d; break])
                   done],
     [AS_IF([test -f "$with_prrte/src/mca/odls/odls.h"], [prrte_inc=$with_prrte])])
   AS_IF([test "x$with_prrte" != xno && test -z "$prrte_inc"],
-        [prrte_why="PRRTE's internal headers (src/mca/odls/odls.h) not found; on Debian 13 they are in libopenmpi-dev"])
+        [prrte_why="PRRTE's internal headers (src/mca/odls/odls.h) not found; on Debian 13 they are in libopenmpi-dev; where no package has them (Debian sid's PRRTE 5), give the installed release's source tree: --with-prrte=SRC"])
 
   # The installed PRRTE: its library, version and component directory.
   AS_IF([test -n "$prrte_inc"], [
@@ -93,6 +94,12 @@ AC_DEFUN([PSPAWN_CHECK_PRRTE], [
     AS_IF([test -n "$prrte_gen"], [PRRTE_CPPFLAGS="-I$prrte_gen"])
     PRRTE_CPPFLAGS="$PRRTE_CPPFLAGS -isystem $prrte_inc -isystem $prrte_inc/src/include -isystem $pmix_prefix/include -isystem $pmix_prefix/include/pmix -isystem $pmix_prefix/include/pmix/src/include"
     PRRTE_LIBS="-L$prrte_libdir -lprrte -L$pmix_prefix/lib -lpmix"
+    # Debian sid's libprrte-dev: libprrte.so points at a libprrte.so.4 that
+    # is not there, and -lprrte would link its libprrte.a into the
+    # component (a second PRRTE, with globals of its own): name the
+    # library itself (past libtool, which drops a versioned .so name).
+    AS_IF([test ! -e "$prrte_libdir/libprrte.so"],
+          [PRRTE_LIBS="-Wl,$prrte_lib -L$pmix_prefix/lib -lpmix"])
     AC_MSG_CHECKING([whether an ODLS component compiles against PRRTE $PRRTE_VERSION])
     prrte_save_CPPFLAGS=$CPPFLAGS
     CPPFLAGS="$PRRTE_CPPFLAGS $HWLOC_CFLAGS $CPPFLAGS"

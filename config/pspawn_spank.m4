@@ -1,10 +1,12 @@
 # PSPAWN_CHECK_SPANK: what spank/ needs beyond slurm/spank.h, which
-# PSPAWN_CHECK_SLURM (called first) finds: Slurm's plugin directory, and
-# whether spank_prepend_task_argv exists (Slurm >= 23.11).
+# PSPAWN_CHECK_SLURM (called first) finds: Slurm's plugin directory,
+# whether spank_prepend_task_argv exists (Slurm >= 23.11), and whether a
+# plugin can say how a failed slurm_spank_init is taken
+# (slurm_spank_init_failure_mode, Slurm >= 25.05).
 #
 # Sets SLURM_PLUGINDIR (substituted; may hold ${libdir}) and
 # pspawn_spank_summary (for the configure report); defines
-# HAVE_SPANK_PREPEND_TASK_ARGV.
+# HAVE_SPANK_PREPEND_TASK_ARGV and HAVE_SPANK_INIT_FAILURE_MODE.
 AC_DEFUN([PSPAWN_CHECK_SPANK], [
   AS_IF([test "x$have_slurm" = x],
         [AC_MSG_ERROR([configure.ac: the Slurm header check (pspawn_slurm.m4) must come before the SPANK plugin check])])
@@ -62,6 +64,13 @@ AC_DEFUN([PSPAWN_CHECK_SPANK], [
                  [Define to 1 if slurm/spank.h declares spank_prepend_task_argv.])
        pspawn_spank_argv="spank_prepend_task_argv"],
       [pspawn_spank_argv="argv[[0]] replaced in place"],
+      [[#include <stdint.h>
+#include <slurm/spank.h>]])
+    AC_CHECK_DECL([slurm_spank_init_failure_mode],
+      [AC_DEFINE([HAVE_SPANK_INIT_FAILURE_MODE], [1],
+                 [Define to 1 if slurm/spank.h declares slurm_spank_init_failure_mode.])
+       pspawn_spank_argv="$pspawn_spank_argv, init failure: job"],
+      [],
       [[#include <stdint.h>
 #include <slurm/spank.h>]])
     AC_COMPUTE_INT([pspawn_slurm_major], [SLURM_VERSION_MAJOR(SLURM_VERSION_NUMBER)],

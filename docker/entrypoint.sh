@@ -15,9 +15,31 @@ taskplugin=${PSPAWN_TASKPLUGIN:-task/cgroup,task/affinity}
 jobacct=${PSPAWN_JOBACCT:-jobacct_gather/cgroup}
 say() { echo "[entrypoint $(hostname) $(date +%H:%M:%S)] $*"; }
 
+# MPI: mpi/pmix where this Slurm has it.  Debian sid's Slurm 26.05.5
+# has none ("Remove pmix (Closes: #1149781)" in its changelog), and Open MPI
+# 6 speaks PMIx only: there MPI programs start under mpirun, not srun.
+mpidefault=none
+if ls /usr/lib/*/slurm-wlm/mpi_pmix.so /usr/lib/slurm/mpi_pmix.so >/dev/null 2>&1; then mpidefault=pmix; fi
+
+# Debian sid's openmpi-common 6.0.0~rc2 ships btl_tcp_if_include=lo in
+# openmpi-mca-params.conf: MPI between nodes then fails at MPI_Init ("Unable
+# to find reachable pairing between local and remote interfaces").  Open
+# MPI's own default (every interface but loopback) it is, here.
+if grep -q '^btl_tcp_if_include *= *lo *$' /etc/openmpi/openmpi-mca-params.conf 2>/dev/null; then
+    sed -i 's/^btl_tcp_if_include *= *lo *$/# &  (commented out by docker\/entrypoint.sh: MPI between the nodes)/' \
+        /etc/openmpi/openmpi-mca-params.conf
+fi
+
 # slurm.conf from its template (the same on every node).
 sed -e "s|@PROCTRACK@|$proctrack|" -e "s|@TASKPLUGIN@|$taskplugin|" -e "s|@JOBACCT@|$jobacct|" \
+    -e "s|@MPIDEFAULT@|$mpidefault|" \
     /etc/slurm/slurm.conf.in > /etc/slurm/slurm.conf
+# PSPAWN_NAMESPACE=namespace/linux (Slurm >= 25.11): each job in its own
+# mount and PID namespaces (docker/etc/namespace.yaml).
+if [ -n "${PSPAWN_NAMESPACE:-}" ]; then
+    printf 'NamespaceType=%s\nPrologFlags=Contain\n' "$PSPAWN_NAMESPACE" >> /etc/slurm/slurm.conf
+    mkdir -p /var/lib/slurm/namespace
+fi
 
 # plugstack.conf names the pspawn SPANK plugin as `optional`, but Slurm
 # still prints two dlopen errors on every srun while the file is missing;
@@ -27,6 +49,10 @@ if [ -n "$plugin" ] && [ ! -e "$plugin" ]; then
     awk -v p="$plugin" '($1 == "optional" || $1 == "required") && $2 == p {
             print "# not installed in this image, so disabled by docker/entrypoint.sh:"; $0 = "# " $0 }
         { print }' /etc/slurm/plugstack.conf.in > /etc/slurm/plugstack.conf
+elif [ "${PSPAWN_PLUGSTACK_MODE:-optional}" = required ]; then
+    # required: a failing SPANK callback fails the job (the sid flavour:
+    # Slurm >= 25.05 takes any non-zero return as a failure).
+    sed -e 's/^optional /required /' /etc/slurm/plugstack.conf.in > /etc/slurm/plugstack.conf
 else
     cp /etc/slurm/plugstack.conf.in /etc/slurm/plugstack.conf
 fi
@@ -89,6 +115,11 @@ start_accounting() {
     fi
     runuser -u mysql -- /usr/sbin/mariadbd --skip-networking --socket=/run/mysqld/mysqld.sock \
         >/var/log/slurm/mariadb.log 2>&1 &
+    # Where the clients look for it, when that is elsewhere (Debian sid's
+    # MariaDB 11.8: /run/mariadbd/mysqld.sock).
+    sock=$(mariadb --help --verbose 2>/dev/null | awk '$1 == "socket" { print $2 }')
+    case $sock in /*.sock) if [ "$sock" != /run/mysqld/mysqld.sock ]; then
+        mkdir -p "$(dirname "$sock")" && ln -sf /run/mysqld/mysqld.sock "$sock"; fi ;; esac
     for _ in $(seq 100); do mariadb -e 'select 1' >/dev/null 2>&1 && break; sleep 0.2; done
     pass=$(awk -F= '$1 == "StoragePass" { print $2 }' /etc/slurm/slurmdbd.conf)
     mariadb -e "CREATE USER IF NOT EXISTS 'slurm'@'localhost' IDENTIFIED BY '$pass';

@@ -4,10 +4,13 @@
 # into PRRTE's component directory (--with-prrte-componentdir).
 #
 # It is loaded into prted, which has no sanitizer runtime: never
-# instrumented.  It exports only the component structure.
+# instrumented.  It exports only the component structure (and, built
+# against PRRTE 5, the pointer to it that PRRTE 5's components have).
 
 prte_plugin_sources = \
 	prte-plugin/odls_pspawn.h \
+	prte-plugin/odls_pspawn_compat.h \
+	prte-plugin/odls_pspawn_compat.c \
 	prte-plugin/odls_pspawn_component.c \
 	prte-plugin/odls_pspawn_module.c
 
@@ -22,7 +25,7 @@ prte_plugin_prte_mca_odls_pspawn_la_SOURCES = $(prte_plugin_sources)
 prte_plugin_prte_mca_odls_pspawn_la_CPPFLAGS = $(AM_CPPFLAGS) $(PRRTE_CPPFLAGS) $(HWLOC_CFLAGS)
 prte_plugin_prte_mca_odls_pspawn_la_CFLAGS = -std=gnu11 $(WARN_CFLAGS)
 prte_plugin_prte_mca_odls_pspawn_la_LDFLAGS = -module -avoid-version -shared \
-	-export-symbols-regex '^prte_mca_odls_pspawn_component$$'
+	-export-symbols-regex '^prte_mca_odls_pspawn_component(_ptr)?$$'
 prte_plugin_prte_mca_odls_pspawn_la_LIBADD = libpspawn/libpspawn.la libpspawn/libpspawn-wire.la \
-	$(PRRTE_LIBS) $(HWLOC_LIBS)
+	$(PRRTE_LIBS) $(HWLOC_LIBS) -ldl
 endif

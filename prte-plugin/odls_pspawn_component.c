@@ -8,6 +8,10 @@
 
 #include "src/mca/base/pmix_base.h"
 #include "src/mca/odls/base/base.h"
+#include "src/runtime/prte_globals.h"
+#include "src/util/name_fns.h"
+
+#include "odls_pspawn_compat.h"
 
 static int pspawn_register(void);
 static int pspawn_open(void);
@@ -16,7 +20,7 @@ static int pspawn_query(pmix_mca_base_module_t **module, int *priority);
 
 prte_odls_pspawn_component_t prte_mca_odls_pspawn_component = {
     .super = {
-        PRTE_ODLS_BASE_VERSION_2_0_0,
+        PSPAWN_ODLS_BASE_VERSION,
         .pmix_mca_component_name = "pspawn",
         PMIX_MCA_BASE_MAKE_VERSION(component, PRTE_MAJOR_VERSION, PRTE_MINOR_VERSION,
                                    PMIX_RELEASE_VERSION),
@@ -27,6 +31,11 @@ prte_odls_pspawn_component_t prte_mca_odls_pspawn_component = {
     },
     .priority = 5,
 };
+#ifdef PMIX_MCA_BASE_COMPONENT_INIT
+/* PRRTE 5's components end with this (a pointer PRRTE's static component
+ * lists use; the loader of a DSO looks up the structure itself). */
+PMIX_MCA_BASE_COMPONENT_INIT(prte, odls, pspawn)
+#endif
 
 static int pspawn_register(void)
 {
@@ -87,7 +96,16 @@ static int pspawn_close(void)
 
 static int pspawn_query(pmix_mca_base_module_t **module, int *priority)
 {
-    /* The ODLS base opens its components in daemons only. */
+    /* The ODLS base opens its components in daemons only.  One built
+     * against other PRRTE headers would read the wrong fields: not used. */
+    const char *mismatch = pspawn_prte_abi_mismatch();
+    if (NULL != mismatch) {
+        pmix_output(0, "%s odls:pspawn: not used: %s; rebuild it against the installed PRRTE's "
+                    "own source", PRTE_NAME_PRINT(PRTE_PROC_MY_NAME), mismatch);
+        *module = NULL;
+        *priority = -1;
+        return PRTE_ERROR;
+    }
     *priority = prte_mca_odls_pspawn_component.priority;
     *module = (pmix_mca_base_module_t *)&prte_odls_pspawn_module;
     return PRTE_SUCCESS;

@@ -41,6 +41,8 @@
 #include "procfs.h"
 #include "pspawn.h"
 
+#include "odls_pspawn_compat.h"
+
 #include "src/hwloc/hwloc-internal.h"
 #include "src/mca/errmgr/errmgr.h"
 #include "src/mca/iof/base/iof_base_setup.h"
@@ -209,7 +211,7 @@ static void report_binding(prte_odls_spawn_caddy_t *cd, int fd, hwloc_const_cpus
         return;
     }
     bool hwt = prte_get_attribute(&cd->jdata->attributes, PRTE_JOB_HWT_CPUS, NULL, PMIX_BOOL);
-    char *s = prte_hwloc_base_cset2str((hwloc_cpuset_t)bound, hwt, prte_hwloc_topology);
+    char *s = pspawn_cset2str(cd->jdata, (hwloc_cpuset_t)bound, hwt);
     dprintf(fd, "[%s:%05d] Rank %d bound to %s\n", prte_process_info.nodename, (int)getpid(),
             (int)cd->child->name.rank, s ? s : "?");
     free(s);
@@ -275,6 +277,10 @@ static int rank_cpuset(prte_odls_spawn_caddy_t *cd, int out_fd, cpu_set_t *set, 
     prte_job_t *jdata = cd->jdata;
     hwloc_cpuset_t cs;
     *have = 0;
+#if PSPAWN_PRTE_BINDS_IN_PARENT
+    (void)out_fd;   /* PRRTE 5's base has reported it */
+    return pspawn_prepared_binding(cd, set, have, attr);
+#endif
     if (NULL == child->cpuset || '\0' == child->cpuset[0]) {
         if (NULL == prte_daemon_cores) {
             report_binding(cd, out_fd, NULL);
@@ -456,11 +462,22 @@ static int rank_attr(prte_odls_spawn_caddy_t *cd, pspawn_attr_t *attr)
  * by child->pid, while this fork function runs on a launch thread: a rank
  * that exited before child->pid was set would be reaped as an unknown pid
  * and its job would never end.  libpspawn calls this before the rank can
- * run, so the pid is always there first. */
+ * run, so the pid is always there first.  The rank is marked running and
+ * alive here too, not after the launch returns: by then the progress
+ * thread may have taken the rank's exit (cleared ALIVE), and marking it
+ * alive again would leave its job waiting for ever.  (PRRTE 3.0.8's
+ * default component does mark it after its exec, and hangs so now and
+ * then with ranks that exit at once: 2 jobs in 76 of /bin/true here.) */
+/* How long a rank's stdout stays open after its launch (compat.h,
+ * pspawn_hold_output: PRRTE's late RUNNING). */
+#define HOLD_OUTPUT_MS 20
+
 static void store_pid(void *arg, size_t index, pid_t pid)
 {
     (void)index;
     prte_proc_t *child = arg;
+    child->state = PRTE_PROC_STATE_RUNNING;
+    PRTE_FLAG_SET(child, PRTE_PROC_FLAG_ALIVE);
     __atomic_store_n(&child->pid, pid, __ATOMIC_RELEASE);
 }
 
@@ -486,14 +503,14 @@ static void store_pid(void *arg, size_t index, pid_t pid)
 static int stop_on_exec(const prte_odls_spawn_caddy_t *cd)
 {
 #if PRTE_HAVE_STOP_ON_EXEC
-    return prte_get_attribute(&cd->jdata->attributes, PRTE_JOB_STOP_ON_EXEC, NULL, PMIX_BOOL);
+    return pspawn_job_bool(cd->jdata, PRTE_JOB_STOP_ON_EXEC);
 #else
     (void)cd;
     return 0;
 #endif
 }
 
-#if PRTE_HAVE_STOP_ON_EXEC
+#if PRTE_HAVE_STOP_ON_EXEC && !PSPAWN_PRTE_BASE_DETACHES
 /* PID's state letter ('t': stopped by its tracer), or 0 once it is gone. */
 static char proc_state(pid_t pid)
 {
@@ -504,7 +521,12 @@ static char proc_state(pid_t pid)
 
 static int stopped_for_debugger(prte_proc_t *child, pid_t pid)
 {
-#if PRTE_HAVE_STOP_ON_EXEC
+#if PSPAWN_PRTE_BASE_DETACHES
+    /* PRRTE 5's waitpid callback takes the stop and detaches (its child
+     * pid must be known by then: set with the others). */
+    (void)child;
+    (void)pid;
+#elif PRTE_HAVE_STOP_ON_EXEC
     /* The exec is done (libpspawn returned): the stop is microseconds
      * away; 10 s is for a machine under heavy load. */
     char state = 0;
@@ -585,7 +607,7 @@ static int pspawn_fork_local_proc(void *cdptr)
     }
     pspawn_attr_destroy(&attr);
     if (NULL != child)
-        child->pid = 0 == err && !traced ? pid : 0;
+        child->pid = 0 == err && (!traced || PSPAWN_PRTE_BASE_DETACHES) ? pid : 0;
     if (0 != err) {
         int rc = exec_failed(cd, err, why);
         free(why);
@@ -593,8 +615,11 @@ static int pspawn_fork_local_proc(void *cdptr)
     }
     if (traced && PRTE_SUCCESS != stopped_for_debugger(child, pid))
         return failed(cd);
+    if (!traced)
+        pspawn_hold_output(cd, HOLD_OUTPUT_MS);
     close_child_ends(cd);
-    if (NULL != child) {
+    /* With the pid hook, store_pid did this before the rank could run. */
+    if (NULL != child && traced) {
         child->state = PRTE_PROC_STATE_RUNNING;
         PRTE_FLAG_SET(child, PRTE_PROC_FLAG_ALIVE);
     }
@@ -611,13 +636,12 @@ static int pspawn_launch_local_procs(pmix_data_buffer_t *data)
     pthread_mutex_lock(&lock);
     forget_finished_jobs();
     pthread_mutex_unlock(&lock);
-    rc = prte_odls_base_default_construct_child_list(data, &job);
+    rc = pspawn_construct_and_launch(data, &job, pspawn_fork_local_proc);
     if (PRTE_SUCCESS != rc) {
         VERBOSE(2, "%s odls:pspawn: failed to construct the child list: %s",
                 PRTE_NAME_PRINT(PRTE_PROC_MY_NAME), PRTE_ERROR_NAME(rc));
         return rc;
     }
-    PRTE_ACTIVATE_LOCAL_LAUNCH(job, pspawn_fork_local_proc);
     return PRTE_SUCCESS;
 }
 
@@ -643,7 +667,7 @@ static int pspawn_kill_local_procs(pmix_pointer_array_t *procs)
 
 static int send_signal(pid_t pid, int sig)
 {
-    if (!prte_odls_globals.signal_direct_children_only)
+    if (!pspawn_signal_direct_children_only())
         pid = -pid;
     if (0 == kill(pid, sig))
         return PRTE_SUCCESS;

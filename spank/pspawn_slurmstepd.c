@@ -152,7 +152,8 @@ static void read_signal_children(char *buf, size_t len)
     int yes = -1;
     for (int i = 0; i < n && yes < 0; i++) {
         char path[PATH_MAX + 16];
-        snprintf(path, sizeof path, "%s/cgroup.conf", dirs[i]);
+        if (snprintf(path, sizeof path, "%s/cgroup.conf", dirs[i]) >= (int)sizeof path)
+            continue;   /* cannot happen (dirs[i] < PATH_MAX); GCC 15 cannot tell */
         yes = signal_children_in(path);
     }
     if (yes < 0)

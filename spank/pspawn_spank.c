@@ -20,24 +20,35 @@ SPANK_PLUGIN(pspawn, 1);
 
 struct pspawn_config pspawn_config;
 
+#ifdef HAVE_SPANK_INIT_FAILURE_MODE
+/* Slurm >= 25.05: how a failed slurm_spank_init of a `required` plugin is
+ * taken.  Ours fails only for a plugstack.conf argument it cannot parse or
+ * an option it cannot register: the same on every node, so the default
+ * (the node is at fault: drained, the job requeued) would drain each node
+ * the job is sent to next.  The job fails instead, with our message. */
+int slurm_spank_init_failure_mode = ESPANK_JOB_FAILURE;
+#endif
+
+/* Since Slurm 25.05 any non-zero return is an error (before, only a
+ * negative one was): every path that means "nothing for pspawn here"
+ * returns 0, and -1 means a real error only. */
 int slurm_spank_init(spank_t sp, int ac, char *av[])
 {
     char err[512];
+    spank_context_t ctx = spank_context();
+    /* slurmd and the prolog/epilog load the plugin too: nothing to do
+     * there, not even a plugstack.conf error to take (srun and slurmstepd
+     * say it), as a prolog that fails drains the node. */
+    if (ctx != S_CTX_REMOTE && ctx != S_CTX_LOCAL && ctx != S_CTX_ALLOCATOR)
+        return 0;
     pspawn_config_defaults(&pspawn_config);
     if (pspawn_config_parse(&pspawn_config, ac, av, err, sizeof err) < 0) {
         slurm_error("pspawn: %s", err);
         return -1;
     }
-    switch (spank_context()) {
-    case S_CTX_REMOTE:
+    if (ctx == S_CTX_REMOTE)
         pspawn_stepd_pid = getpid();
-        return pspawn_option_register(sp);
-    case S_CTX_LOCAL:
-    case S_CTX_ALLOCATOR:
-        return pspawn_option_register(sp);
-    default:
-        return 0;
-    }
+    return pspawn_option_register(sp) < 0 ? -1 : 0;
 }
 
 int slurm_spank_init_post_opt(spank_t sp, int ac, char *av[])

@@ -49,25 +49,32 @@ ok $? "--pty: plain exec" || diag_file "$tmp/pty" 5
 # (task lines compared without the parent, the zygote flag and whether the
 # task leads its process group: a forked task is in its stand-in's group,
 # spank/README.md).
-ax "srun -w c1 -N1 -n4 --mpi=pmix ./mpix hello" >"$tmp/lost.plain" 2>&1
-rc_plain=$?
-for delay in 0 3000; do
+if have_srun_pmix; then
+    ax "srun -w c1 -N1 -n4 --mpi=pmix ./mpix hello" >"$tmp/lost.plain" 2>&1
+    rc_plain=$?
+    for delay in 0 3000; do
+        on c1 "rm -f /tmp/srun-die"
+        ax "MPIX_ZYGOTE_DIE=/tmp/srun-die:$delay srun --pspawn -w c1 -N1 -n4 --mpi=pmix ./mpix hello" \
+            >"$tmp/lost$delay.pspawn" 2>&1
+        rc=$?
+        armed=$(on c1 "test -e /tmp/srun-die && echo 1 || echo 0")
+        n=$(grep -c '^hello .* sum 6 ring 10 ' "$tmp/lost$delay.pspawn")
+        f=$(grep -c ' forked 1$' "$tmp/lost$delay.pspawn")
+        [ $rc = 0 ] && [ $rc_plain = 0 ] && [ "$armed" = 1 ] && [ "$n" = 4 ]
+        ok $? "zygote killed $delay us after its constructors: all 4 tasks ran once, srun exits $rc ($f forked, $((4 - f)) exec'd)" ||
+            diag_file "$tmp/lost$delay.pspawn" 8
+        norm() { sed -E 's/ parent [^ ]+//; s/ pgid_is_pid [01]//; s/ forked [01]$//' "$1" | sort; }
+        cmp -s <(norm "$tmp/lost.plain") <(norm "$tmp/lost$delay.pspawn")
+        ok $? "zygote killed $delay us after its constructors: every task's line is plain srun's" ||
+            diff <(norm "$tmp/lost.plain") <(norm "$tmp/lost$delay.pspawn") | head -5 | sed 's/^/# /'
+    done
     on c1 "rm -f /tmp/srun-die"
-    ax "MPIX_ZYGOTE_DIE=/tmp/srun-die:$delay srun --pspawn -w c1 -N1 -n4 --mpi=pmix ./mpix hello" \
-        >"$tmp/lost$delay.pspawn" 2>&1
-    rc=$?
-    armed=$(on c1 "test -e /tmp/srun-die && echo 1 || echo 0")
-    n=$(grep -c '^hello .* sum 6 ring 10 ' "$tmp/lost$delay.pspawn")
-    f=$(grep -c ' forked 1$' "$tmp/lost$delay.pspawn")
-    [ $rc = 0 ] && [ $rc_plain = 0 ] && [ "$armed" = 1 ] && [ "$n" = 4 ]
-    ok $? "zygote killed $delay us after its constructors: all 4 tasks ran once, srun exits $rc ($f forked, $((4 - f)) exec'd)" ||
-        diag_file "$tmp/lost$delay.pspawn" 8
-    norm() { sed -E 's/ parent [^ ]+//; s/ pgid_is_pid [01]//; s/ forked [01]$//' "$1" | sort; }
-    cmp -s <(norm "$tmp/lost.plain") <(norm "$tmp/lost$delay.pspawn")
-    ok $? "zygote killed $delay us after its constructors: every task's line is plain srun's" ||
-        diff <(norm "$tmp/lost.plain") <(norm "$tmp/lost$delay.pspawn") | head -5 | sed 's/^/# /'
-done
-on c1 "rm -f /tmp/srun-die"
+else
+    for delay in 0 3000; do
+        skip "$NO_PMIX_WHY" "zygote killed $delay us after its constructors: all 4 tasks ran once"
+        skip "$NO_PMIX_WHY" "zygote killed $delay us after its constructors: every task's line is plain srun's"
+    done
+fi
 
 # srun under a parallel debugger (--debugger-test takes srun's MPIR path):
 # slurmstepd stops each task at its exec for the debugger to attach, so
@@ -102,7 +109,9 @@ ok $? "under a parallel debugger: srun's proctable is the same ($(wc -l <"$tmp/d
 ax "sbatch -N1 -n2 -w c1 -o /dev/null --wrap='srun --pspawn ./task wait' | awk '{print \$4}'" >"$tmp/job"
 job=$(cat "$tmp/job")
 sleep 4
-name=$(on c1 "cat /proc/net/unix | grep -o '@pspawn-[0-9.]*' | grep -v '\\.lock\\|\\.fail' | head -1")
+# The step's own name: @pspawn-UID.JOB.STEP.NONCE (16 hex digits), not its
+# .lock, .mover or .fail names.
+name=$(on c1 "grep -oE '@pspawn-[0-9]+\\.[0-9]+\\.[0-9]+\\.[0-9a-f]{16}( |\$)' /proc/net/unix | tr -d ' ' | head -1")
 res=$(docker exec -u bob pspawn-c1 python3 -c "
 import socket
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); s.settimeout(5)

@@ -45,28 +45,34 @@ ok $? "srun --pspawn=on,fanout=bogus is refused, naming it (rc $rc)" || diag_fil
 # mpirun: the component's MCA parameter; the verbose line of each node's
 # prted (mpirun runs on the controller: the prteds' own output comes back
 # with --leave-session-attached) says how the node was split.
-for m in default pspawn; do
-    extra=
-    [ $m = pspawn ] && extra="--prtemca odls_pspawn_fanout core --prtemca odls_base_verbose 2 --leave-session-attached"
-    ax "mpirun --host c1:2,c2:2 --mca odls $m $extra -n 4 --map-by ppr:2:node --bind-to core ./mpix hello" \
-        >"$tmp/mfan.$m" 2>&1
-    eval "mrc_$m=\$?"
-done
-hello() { grep -a '^hello ' "$1" | sed -E 's/ forked [01]$//' | sort; }
-n_forked=$(grep -ac ' forked 1$' "$tmp/mfan.pspawn")
-[ $mrc_default = 0 ] && [ $mrc_pspawn = 0 ] && [ "$n_forked" = 4 ] &&
-    diff <(hello "$tmp/mfan.default") <(hello "$tmp/mfan.pspawn") >"$tmp/mfan.diff"
-ok $? "mpirun --mca odls_pspawn_fanout core: 4 ranks bound to cores forked, the same output as the default component ($n_forked forked)" ||
-    { diag_file "$tmp/mfan.diff"; diag_file "$tmp/mfan.pspawn" 10; }
-grep -aq 'zygote of .* is pid [0-9]* (2 groups of CPUs' "$tmp/mfan.pspawn"
-ok $? "mpirun --mca odls_pspawn_fanout core: each node's zygote serves 2 groups of CPUs (odls verbose)" ||
-    grep -a 'odls:pspawn' "$tmp/mfan.pspawn" | head -4 | sed 's/^/# /'
+if have_odls_pspawn; then
+    for m in default pspawn; do
+        extra=
+        [ $m = pspawn ] && extra="--prtemca odls_pspawn_fanout core --prtemca odls_base_verbose 2 --leave-session-attached"
+        ax "mpirun --host c1:2,c2:2 --mca odls $(odls_name $m) $extra -n 4 --map-by ppr:2:node --bind-to core ./mpix hello" \
+            >"$tmp/mfan.$m" 2>&1
+        eval "mrc_$m=\$?"
+    done
+    hello() { grep -a '^hello ' "$1" | sed -E 's/ forked [01]$//' | sort; }
+    n_forked=$(grep -ac ' forked 1$' "$tmp/mfan.pspawn")
+    [ $mrc_default = 0 ] && [ $mrc_pspawn = 0 ] && [ "$n_forked" = 4 ] &&
+        diff <(hello "$tmp/mfan.default") <(hello "$tmp/mfan.pspawn") >"$tmp/mfan.diff"
+    ok $? "mpirun --mca odls_pspawn_fanout core: 4 ranks bound to cores forked, the same output as the default component ($n_forked forked)" ||
+        { diag_file "$tmp/mfan.diff"; diag_file "$tmp/mfan.pspawn" 10; }
+    grep -aq 'zygote of .* is pid [0-9]* (2 groups of CPUs' "$tmp/mfan.pspawn"
+    ok $? "mpirun --mca odls_pspawn_fanout core: each node's zygote serves 2 groups of CPUs (odls verbose)" ||
+        grep -a 'odls:pspawn' "$tmp/mfan.pspawn" | head -4 | sed 's/^/# /'
 
-ax "mpirun --host c1:1 --mca odls pspawn --mca odls_pspawn_fanout bogus -n 1 ./mpix hello" \
-    >"$tmp/bogus.mpirun" 2>&1
-rc=$?
-[ $rc != 0 ] && grep -aq 'fanout=bogus' "$tmp/bogus.mpirun"
-ok $? "mpirun --mca odls_pspawn_fanout bogus: the rank is not started, the message names it (rc $rc)" ||
-    diag_file "$tmp/bogus.mpirun"
+    ax "mpirun --host c1:1 --mca odls pspawn --mca odls_pspawn_fanout bogus -n 1 ./mpix hello" \
+        >"$tmp/bogus.mpirun" 2>&1
+    rc=$?
+    [ $rc != 0 ] && grep -aq 'fanout=bogus' "$tmp/bogus.mpirun"
+    ok $? "mpirun --mca odls_pspawn_fanout bogus: the rank is not started, the message names it (rc $rc)" ||
+        diag_file "$tmp/bogus.mpirun"
+else
+    skip "$NO_ODLS_WHY" "mpirun --mca odls_pspawn_fanout core: 4 ranks bound to cores forked"
+    skip "$NO_ODLS_WHY" "mpirun --mca odls_pspawn_fanout core: each node's zygote serves 2 groups of CPUs"
+    skip "$NO_ODLS_WHY" "mpirun --mca odls_pspawn_fanout bogus: the rank is not started"
+fi
 
 tap_done

@@ -229,14 +229,15 @@ def inject(a):
 
 # ---- drive --------------------------------------------------------------
 
-def plan(n, rng, prog, d, max_ms):
+def plan(n, rng, prog, d, max_ms, mpirun=True):
     steps = []
     for i in range(n):
         label = f's{i:05d}'
         nodes = rng.randint(1, 3)
         fan = rng.random() < 0.25
         task = [prog, d, label, str(max_ms)]
-        if rng.random() < 0.3:
+        # The same draws with or without mpirun: a seed plans the same srun steps.
+        if rng.random() < 0.3 and mpirun:
             kind = 'mpirun'
             if fan:
                 # 2 ranks on each node, bound to its 2 cores, each core's
@@ -305,7 +306,7 @@ def run_step(s, d, timeout, log, lock):
 
 def drive(a):
     rng = random.Random(a.seed)
-    steps = plan(a.steps, rng, a.prog, a.dir, a.max_ms)
+    steps = plan(a.steps, rng, a.prog, a.dir, a.max_ms, not a.no_mpirun)
     log = open(os.path.join(a.dir, 'steps.log'), 'a')
     lock = threading.Lock()
     todo = list(steps)
@@ -475,6 +476,8 @@ def main():
     dr.add_argument('--seed', type=int, default=None)
     dr.add_argument('--timeout', type=int, default=100)
     dr.add_argument('--max-ms', type=int, default=1500)
+    dr.add_argument('--no-mpirun', action='store_true',
+                    help='srun steps only (no pspawn ODLS component on the nodes)')
     c = sub.add_parser('check')
     c.add_argument('--dir', required=True)
     a = ap.parse_args()

@@ -47,7 +47,9 @@ for n in $nodes; do
         --run "/tmp/faults-$run" --seed "$((seed + ${n#c}))" >"$tmp/inject-$n.err" 2>&1 &
 done
 t0=$(date +%s)
-ax "python3 $dir/faults.py drive --dir $dir --prog $E2E/faults-task --steps $steps --workers $workers --seed $seed --timeout $timeout" \
+nompi=
+have_odls_pspawn || { nompi=--no-mpirun; diag "srun steps only: $NO_ODLS_WHY"; }
+ax "python3 $dir/faults.py drive --dir $dir --prog $E2E/faults-task --steps $steps --workers $workers --seed $seed --timeout $timeout $nompi" \
     >"$tmp/drive.err" 2>&1
 drive_rc=$?
 t1=$(date +%s)

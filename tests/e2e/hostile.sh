@@ -196,8 +196,10 @@ for _ in $(seq 120); do
     sleep 0.5
 done
 n_names=$(wc -w <"$tmp/names")
-n_zyg=$(tr ' ' '\n' <"$tmp/names" | grep -c "^pspawn-$auid\\.$live\\.0\$")
-n_mover=$(tr ' ' '\n' <"$tmp/names" | grep -c "^pspawn-$auid\\.$live\\.0\\.mover\$")
+# A step's names: pspawn-UID.JOB.STEP.NONCE (16 hex digits, one per node)
+# and the same with .mover.
+n_zyg=$(tr ' ' '\n' <"$tmp/names" | grep -cE "^pspawn-$auid\\.$live\\.0\\.[0-9a-f]{16}\$")
+n_mover=$(tr ' ' '\n' <"$tmp/names" | grep -cE "^pspawn-$auid\\.$live\\.0\\.[0-9a-f]{16}\\.mover\$")
 [ "$n_zyg" = 3 ] && [ "$n_mover" = 3 ]
 ok $? "live step $live.0: bob finds its zygote's and mover's names on the 3 nodes ($n_names names: $(tr '\n' ' ' <"$tmp/names"))"
 # The zygote hangs up on him; the mover says EPERM; a name that accepts

@@ -38,27 +38,37 @@ ok $? "srun --pspawn: numpy/scipy output equals plain srun's" ||
 ok $? "srun --pspawn=on,modules=...: all 4 tasks started with scipy imported (plain: none)" ||
     diag_file "$tmp/sci.pspawn" 8
 
-both mpi "--mpi=pmix -N2 -n4 python3 allreduce.py" "--pspawn=on,modules=numpy"
-[ $rc_plain = 0 ] && [ $rc_pspawn = 0 ] && diff <(out "$tmp/mpi.plain") <(out "$tmp/mpi.pspawn") >"$tmp/mpi.diff" &&
-    [ "$(out "$tmp/mpi.plain" | grep -c 'of 4 sum \[0, 10, 20, 30\]')" = 4 ]
-ok $? "srun --mpi=pmix --pspawn: mpi4py allreduce output equals plain srun's (rc $rc_plain, $rc_pspawn)" ||
-    { diag_file "$tmp/mpi.diff"; diag_file "$tmp/mpi.plain" 30; diag_file "$tmp/mpi.pspawn" 30; }
-[ "$(warm_count "$tmp/mpi.pspawn")" = 4 ]
-ok $? "srun --mpi=pmix --pspawn: the 4 ranks started warm (numpy imported, MPI initialised by each)" ||
-    diag_file "$tmp/mpi.pspawn" 30
+if have_srun_pmix; then
+    both mpi "--mpi=pmix -N2 -n4 python3 allreduce.py" "--pspawn=on,modules=numpy"
+    [ $rc_plain = 0 ] && [ $rc_pspawn = 0 ] && diff <(out "$tmp/mpi.plain") <(out "$tmp/mpi.pspawn") >"$tmp/mpi.diff" &&
+        [ "$(out "$tmp/mpi.plain" | grep -c 'of 4 sum \[0, 10, 20, 30\]')" = 4 ]
+    ok $? "srun --mpi=pmix --pspawn: mpi4py allreduce output equals plain srun's (rc $rc_plain, $rc_pspawn)" ||
+        { diag_file "$tmp/mpi.diff"; diag_file "$tmp/mpi.plain" 30; diag_file "$tmp/mpi.pspawn" 30; }
+    [ "$(warm_count "$tmp/mpi.pspawn")" = 4 ]
+    ok $? "srun --mpi=pmix --pspawn: the 4 ranks started warm (numpy imported, MPI initialised by each)" ||
+        diag_file "$tmp/mpi.pspawn" 30
+else
+    skip "$NO_PMIX_WHY" "srun --mpi=pmix --pspawn: mpi4py allreduce output equals plain srun's"
+    skip "$NO_PMIX_WHY" "srun --mpi=pmix --pspawn: the 4 ranks started warm"
+fi
 
-for m in default pspawn; do
-    extra=
-    [ $m = pspawn ] && extra="--prtemca odls_pspawn_modules numpy"
-    ax "mpirun --host c1:2,c2:2 --mca odls $m $extra -n 4 python3 allreduce.py" >"$tmp/mrun.$m" 2>&1
-    eval "mrc_$m=\$?"
-done
-[ $mrc_default = 0 ] && [ $mrc_pspawn = 0 ] &&
-    diff <(out "$tmp/mrun.default") <(out "$tmp/mrun.pspawn") >"$tmp/mrun.diff" &&
-    [ "$(out "$tmp/mrun.default" | grep -c 'of 4 sum')" = 4 ]
-ok $? "mpirun --mca odls pspawn: mpi4py allreduce output equals the default component's" ||
-    { diag_file "$tmp/mrun.diff"; diag_file "$tmp/mrun.pspawn" 8; }
-[ "$(warm_count "$tmp/mrun.pspawn")" = 4 ]
-ok $? "mpirun --mca odls pspawn: the 4 ranks started warm" || diag_file "$tmp/mrun.pspawn" 8
+if have_odls_pspawn; then
+    for m in default pspawn; do
+        extra=
+        [ $m = pspawn ] && extra="--prtemca odls_pspawn_modules numpy"
+        ax "mpirun --host c1:2,c2:2 --mca odls $(odls_name $m) $extra -n 4 python3 allreduce.py" >"$tmp/mrun.$m" 2>&1
+        eval "mrc_$m=\$?"
+    done
+    [ $mrc_default = 0 ] && [ $mrc_pspawn = 0 ] &&
+        diff <(out "$tmp/mrun.default") <(out "$tmp/mrun.pspawn") >"$tmp/mrun.diff" &&
+        [ "$(out "$tmp/mrun.default" | grep -c 'of 4 sum')" = 4 ]
+    ok $? "mpirun --mca odls pspawn: mpi4py allreduce output equals the default component's" ||
+        { diag_file "$tmp/mrun.diff"; diag_file "$tmp/mrun.pspawn" 8; }
+    [ "$(warm_count "$tmp/mrun.pspawn")" = 4 ]
+    ok $? "mpirun --mca odls pspawn: the 4 ranks started warm" || diag_file "$tmp/mrun.pspawn" 8
+else
+    skip "$NO_ODLS_WHY" "mpirun --mca odls pspawn: mpi4py allreduce output equals the default component's"
+    skip "$NO_ODLS_WHY" "mpirun --mca odls pspawn: the 4 ranks started warm"
+fi
 
 tap_done
