@@ -11,6 +11,8 @@ prte_plugin_sources = \
 	prte-plugin/odls_pspawn.h \
 	prte-plugin/odls_pspawn_compat.h \
 	prte-plugin/odls_pspawn_compat.c \
+	prte-plugin/odls_pspawn_rank.h \
+	prte-plugin/odls_pspawn_rank.c \
 	prte-plugin/odls_pspawn_component.c \
 	prte-plugin/odls_pspawn_module.c
 
