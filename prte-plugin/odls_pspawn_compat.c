@@ -202,9 +202,11 @@ const char *pspawn_prte_abi_mismatch(void)
     return NULL;
 }
 
-/* A copy of the rank's stdout kept open for a moment after its launch. */
+/* A copy of the rank's stdout kept open for a moment after its launch.
+ * The event lives in it (prte_event_assign: PRRTE 3.0.8's libprrte
+ * declares prte_event_new but has none). */
 struct held_output {
-    prte_event_t *ev;
+    prte_event_t ev;
     int fd;
 };
 
@@ -214,7 +216,6 @@ static void release_output(int sd, short flags, void *arg)
     (void)flags;
     struct held_output *h = arg;
     close(h->fd);
-    prte_event_free(h->ev);
     free(h);
 }
 
@@ -226,13 +227,14 @@ void pspawn_hold_output(prte_odls_spawn_caddy_t *cd, unsigned ms)
     if (NULL == h)
         return;
     h->fd = fcntl(cd->opts.p_stdout[1], F_DUPFD_CLOEXEC, 3);
-    h->ev = h->fd < 0 ? NULL : prte_event_evtimer_new(prte_event_base, release_output, h);
-    if (NULL == h->ev) {
-        if (h->fd >= 0)
-            close(h->fd);
+    if (h->fd < 0) {
         free(h);
         return;
     }
     struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (suseconds_t)(ms % 1000) * 1000 };
-    prte_event_evtimer_add(h->ev, &tv);
+    if (0 != prte_event_evtimer_set(prte_event_base, &h->ev, release_output, h) ||
+        0 != prte_event_evtimer_add(&h->ev, &tv)) {
+        close(h->fd);
+        free(h);
+    }
 }
