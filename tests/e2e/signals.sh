@@ -72,12 +72,23 @@ done
 for mode in plain pspawn; do
     opt=; [ $mode = pspawn ] && opt=--pspawn
     docker exec -u alice -w $E2E "$CTL" bash -c "srun $opt -N3 -n6 ./task wait & echo \$! > srun.pid; wait" >/dev/null 2>&1 &
-    sleep 3
+    runner=$!
+    # The SIGINTs once the 6 tasks run (with --pspawn, the zygotes are
+    # counted too): while srun still waits for its allocation (the last
+    # job's epilog) they do not end the step.
+    for _ in $(seq 100); do [ "$(count_left)" -ge 6 ] && break; sleep 0.2; done
     ax "kill -INT \$(cat srun.pid); sleep 0.3; kill -INT \$(cat srun.pid)"
-    wait
+    for _ in $(seq 150); do kill -0 $runner 2>/dev/null || break; sleep 0.2; done
+    hung=0
+    if kill -0 $runner 2>/dev/null; then
+        hung=1
+        diag "$mode: srun still running 30 s after the two SIGINTs: the job cancelled"
+        ax "scancel -u alice" >/dev/null 2>&1
+    fi
+    wait $runner
     sleep 2
     left=$(count_left)
-    [ "$left" = 0 ]
+    [ "$left" = 0 ] && [ $hung = 0 ]
     ok $? "$mode: srun interrupted twice with SIGINT leaves no task process ($left)"
 done
 
