@@ -42,8 +42,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
-    struct rlimit rl = { FUZZ_FD_LIMIT, FUZZ_FD_LIMIT };
-    setrlimit(RLIMIT_NOFILE, &rl);
+    fuzz_limit_fds();
     return 0;
 }
 

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 struct fuzz_input {
@@ -64,6 +65,13 @@ static inline size_t fz_bytes(struct fuzz_input *in, size_t want, const uint8_t 
 /* The fds a decoder may touch lie below FUZZ_FD_LIMIT (the targets raise
  * RLIMIT_NOFILE no higher). */
 #define FUZZ_FD_LIMIT 1024
+
+/* RLIMIT_NOFILE down to FUZZ_FD_LIMIT (each target's LLVMFuzzerInitialize). */
+static inline void fuzz_limit_fds(void)
+{
+    struct rlimit rl = { FUZZ_FD_LIMIT, FUZZ_FD_LIMIT };
+    setrlimit(RLIMIT_NOFILE, &rl);
+}
 
 struct fuzz_fds {
     unsigned char open[FUZZ_FD_LIMIT];
