@@ -37,7 +37,7 @@ sed -e "s|@PROCTRACK@|$proctrack|" -e "s|@TASKPLUGIN@|$taskplugin|" -e "s|@JOBAC
 # PSPAWN_NAMESPACE=namespace/linux (Slurm >= 25.11): each job in its own
 # mount and PID namespaces (docker/etc/namespace.yaml).
 if [ -n "${PSPAWN_NAMESPACE:-}" ]; then
-    printf 'NamespaceType=%s\nPrologFlags=Contain\n' "$PSPAWN_NAMESPACE" >> /etc/slurm/slurm.conf
+    printf 'NamespaceType=%s\n' "$PSPAWN_NAMESPACE" >> /etc/slurm/slurm.conf
     mkdir -p /var/lib/slurm/namespace
 fi
 

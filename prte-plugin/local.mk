@@ -14,6 +14,8 @@ prte_plugin_sources = \
 	prte-plugin/odls_pspawn_rank.h \
 	prte-plugin/odls_pspawn_rank.c \
 	prte-plugin/odls_pspawn_component.c \
+	prte-plugin/odls_pspawn_zygotes.h \
+	prte-plugin/odls_pspawn_zygotes.c \
 	prte-plugin/odls_pspawn_module.c
 
 EXTRA_DIST += $(prte_plugin_sources) config/prte-config-h

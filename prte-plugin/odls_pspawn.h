@@ -9,7 +9,9 @@
  * MCA parameters: odls_pspawn_fanout (auto, none, numa, l3, package, core,
  * or N cores per zygote), one per other key of libpspawn's options
  * (odls_pspawn_subzygote, _start, _cgroup, _python, _modules, _preload), and
- * odls_pspawn_options for words, e.g.
+ * odls_pspawn_options for words; odls_pspawn_reuse (job, or dvm: a DVM's
+ * jobs share a zygote per program), odls_pspawn_idle and
+ * odls_pspawn_zygotes for a DVM's, e.g.
  * `mpirun --mca odls pspawn --mca odls_pspawn_fanout l3`.
  */
 #ifndef PRTE_ODLS_PSPAWN_H
@@ -31,6 +33,11 @@ typedef struct {
     char *fanout;
     char *keys[PSPAWN_MCA_KEYS];
     char *options;
+    /* odls_pspawn_reuse (job or dvm), _idle (s) and _zygotes: the zygotes
+     * kept across the jobs of a DVM (odls_pspawn_zygotes.c). */
+    char *reuse;
+    int idle;
+    int zygotes;
 } prte_odls_pspawn_component_t;
 
 extern prte_odls_pspawn_component_t prte_mca_odls_pspawn_component;

@@ -238,3 +238,27 @@ void pspawn_hold_output(prte_odls_spawn_caddy_t *cd, unsigned ms)
         free(h);
     }
 }
+
+/* One timer for pspawn_after: odls_pspawn_reuse dvm's idle clock. */
+static struct {
+    prte_event_t ev;
+    void (*fn)(void);
+} after;
+
+static void after_fired(int sd, short flags, void *arg)
+{
+    (void)sd;
+    (void)flags;
+    (void)arg;
+    after.fn();
+}
+
+int pspawn_after(unsigned ms, void (*fn)(void))
+{
+    struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (suseconds_t)(ms % 1000) * 1000 };
+    after.fn = fn;
+    if (0 != prte_event_evtimer_set(prte_event_base, &after.ev, after_fired, NULL) ||
+        0 != prte_event_evtimer_add(&after.ev, &tv))
+        return -1;
+    return 0;
+}

@@ -105,4 +105,8 @@ void pspawn_hold_output(prte_odls_spawn_caddy_t *cd, unsigned ms);
  * it refuses to run instead.  Returns NULL or what differs. */
 const char *pspawn_prte_abi_mismatch(void);
 
+/* Call FN once, MS ms from now, on PRRTE's event base (one such timer:
+ * a later call replaces an earlier one's function).  0, or -1. */
+int pspawn_after(unsigned ms, void (*fn)(void));
+
 #endif

@@ -80,6 +80,21 @@ static int pspawn_register(void)
         "words only (on, off, auto): a KEY=VALUE here does not reach the prteds, use "
         "odls_pspawn_KEY",
         PMIX_MCA_BASE_VAR_TYPE_STRING, &prte_mca_odls_pspawn_component.options);
+    prte_mca_odls_pspawn_component.reuse = "job";
+    (void)pmix_mca_base_component_var_register(
+        c, "reuse",
+        "job (default): a zygote per program and job; dvm: the jobs of a persistent DVM "
+        "(prte, prun) share a zygote per program (same path, inode and mtime)",
+        PMIX_MCA_BASE_VAR_TYPE_STRING, &prte_mca_odls_pspawn_component.reuse);
+    prte_mca_odls_pspawn_component.idle = 300;
+    (void)pmix_mca_base_component_var_register(
+        c, "idle", "odls_pspawn_reuse dvm: seconds without a rank after which a zygote stops",
+        PMIX_MCA_BASE_VAR_TYPE_INT, &prte_mca_odls_pspawn_component.idle);
+    prte_mca_odls_pspawn_component.zygotes = 4;
+    (void)pmix_mca_base_component_var_register(
+        c, "zygotes",
+        "odls_pspawn_reuse dvm: zygotes kept per node (the least recently used stops first)",
+        PMIX_MCA_BASE_VAR_TYPE_INT, &prte_mca_odls_pspawn_component.zygotes);
     return PRTE_SUCCESS;
 }
 

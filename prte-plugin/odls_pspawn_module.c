@@ -8,8 +8,10 @@
  * clone(CLONE_PARENT) of it, hence prted's child too (prted reaps it with
  * waitpid, signals its process group), and prted has its pid before it runs.
  *
- * One zygote per program and job (MPMD: one per program), started with the
- * environment of the job's first rank on this node; a rank whose loader
+ * One zygote per program and job (MPMD: one per program; with
+ * odls_pspawn_reuse dvm, per program across the jobs of a DVM:
+ * odls_pspawn_zygotes.c), started with the environment of the first rank
+ * on this node; a rank whose loader
  * variables differ, a program the zygote cannot serve (static, set-id...),
  * a zygote that died: libpspawn execs that rank instead, with the same
  * setup.  Messages for errors are the default component's own
@@ -43,6 +45,7 @@
 
 #include "odls_pspawn_compat.h"
 #include "odls_pspawn_rank.h"
+#include "odls_pspawn_zygotes.h"
 
 #include "src/hwloc/hwloc-internal.h"
 #include "src/mca/errmgr/errmgr.h"
@@ -57,145 +60,6 @@
 
 #define VERBOSE(level, ...) \
     pmix_output_verbose(level, prte_odls_base_framework.framework_output, __VA_ARGS__)
-
-/* ---- zygotes ------------------------------------------------------------ */
-
-struct zygote {
-    char *cmd;
-    pmix_nspace_t job;
-    pspawn_context_t ctx;
-    int err;                /* the program's exec error, or 0 */
-    char *why;              /* what was wrong with the MCA parameters, or NULL */
-};
-
-/* prted spawns ranks from several threads (odls_base_num_threads) and a
- * libpspawn context serves one thread at a time: one lock for all. */
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct zygote *zygotes;
-static size_t nzygotes, capzygotes;
-
-static void zygote_free(struct zygote *z)
-{
-    if (!z->err)
-        pspawn_context_destroy(&z->ctx);
-    free(z->cmd);
-    free(z->why);
-}
-
-/* A DVM runs many jobs: the zygotes of jobs that are gone go too. */
-static void forget_finished_jobs(void)
-{
-    size_t k = 0;
-    for (size_t i = 0; i < nzygotes; i++) {
-        if (NULL == prte_get_job_data_object(zygotes[i].job)) {
-            VERBOSE(2, "%s odls:pspawn: job %s is gone: stopping its zygote of %s",
-                    PRTE_NAME_PRINT(PRTE_PROC_MY_NAME), zygotes[i].job, zygotes[i].cmd);
-            zygote_free(&zygotes[i]);
-        } else {
-            zygotes[k++] = zygotes[i];
-        }
-    }
-    nzygotes = k;
-}
-
-void prte_odls_pspawn_finalize(void)
-{
-    pthread_mutex_lock(&lock);
-    for (size_t i = 0; i < nzygotes; i++)
-        zygote_free(&zygotes[i]);
-    free(zygotes);
-    zygotes = NULL;
-    nzygotes = capzygotes = 0;
-    pthread_mutex_unlock(&lock);
-}
-
-/* The program as execve in the rank's working directory finds it. */
-static char *program_path(prte_odls_spawn_caddy_t *cd)
-{
-    char *p = NULL;
-    if ('/' == cd->cmd[0] || NULL == cd->wdir)
-        return strdup(cd->cmd);
-    if (pmix_asprintf(&p, "%s/%s", cd->wdir, cd->cmd) < 0)
-        return NULL;
-    return p;
-}
-
-static struct zygote *zygote_for(prte_odls_spawn_caddy_t *cd, const pmix_nspace_t job)
-{
-    char *cmd = program_path(cd);
-    if (NULL == cmd)
-        return NULL;
-    for (size_t i = 0; i < nzygotes; i++)
-        if (PMIX_CHECK_NSPACE(zygotes[i].job, job) && 0 == strcmp(zygotes[i].cmd, cmd)) {
-            free(cmd);
-            return &zygotes[i];
-        }
-    if (nzygotes == capzygotes) {
-        size_t cap = capzygotes ? 2 * capzygotes : 4;
-        struct zygote *v = realloc(zygotes, cap * sizeof *v);
-        if (NULL == v) {
-            free(cmd);
-            return NULL;
-        }
-        zygotes = v;
-        capzygotes = cap;
-    }
-    struct zygote *z = &zygotes[nzygotes];
-    memset(z, 0, sizeof *z);
-    z->cmd = cmd;
-    PMIX_LOAD_NSPACE(z->job, job);
-    /* The zygote runs the constructors once, with the environment of the
-     * first rank: the ranks' loader variables are the same as its own.
-     * Options that do not parse are said once, and the ranks not started. */
-    char *options = NULL, msg[256];
-    const char *fanout = prte_mca_odls_pspawn_component.fanout;
-    const char *more = prte_mca_odls_pspawn_component.options;
-    static const char *const names[PSPAWN_MCA_KEYS] = { "subzygote", "start", "cgroup", "python",
-                                                        "modules", "preload" };
-    if (pmix_asprintf(&options, "fanout=%s", NULL != fanout && '\0' != fanout[0] ? fanout : "auto") < 0)
-        options = NULL;
-    for (int i = 0; NULL != options && i < PSPAWN_MCA_KEYS; i++) {
-        const char *v = prte_mca_odls_pspawn_component.keys[i];
-        char *longer = NULL;
-        if (NULL == v || '\0' == v[0])
-            continue;
-        if (pmix_asprintf(&longer, "%s,%s=%s", options, names[i], v) < 0)
-            longer = NULL;
-        free(options);
-        options = longer;
-    }
-    if (NULL != options && NULL != more && '\0' != more[0]) {
-        char *longer = NULL;
-        if (pmix_asprintf(&longer, "%s,%s", options, more) < 0)
-            longer = NULL;
-        free(options);
-        options = longer;
-    }
-    if (NULL != options && 0 != pspawn_options_check(options, msg, sizeof msg)) {
-        /* Said in each rank's "failed to start" message, which mpirun
-         * shows from every node (prted's own output it does not). */
-        if (pmix_asprintf(&z->why, "MCA parameters odls_pspawn_*: %s", msg) < 0)
-            z->why = NULL;
-        z->err = EINVAL;
-    } else {
-        z->err = NULL == options ? ENOMEM : pspawn_context_create_opts(&z->ctx, cmd, cd->env, options);
-    }
-    free(options);
-    nzygotes++;
-    if (z->err) {
-        VERBOSE(2, "%s odls:pspawn: %s: %s", PRTE_NAME_PRINT(PRTE_PROC_MY_NAME), cmd,
-                strerror(z->err));
-    } else if (pspawn_context_uses_zygote(&z->ctx)) {
-        VERBOSE(2, "%s odls:pspawn: zygote of %s for job %s is pid %ld (%s)",
-                PRTE_NAME_PRINT(PRTE_PROC_MY_NAME), cmd, job,
-                (long)pspawn_context_zygote_pid(&z->ctx), pspawn_context_topology(&z->ctx));
-    } else {
-        VERBOSE(1, "%s odls:pspawn: %s: every rank by exec: %s",
-                PRTE_NAME_PRINT(PRTE_PROC_MY_NAME), cmd,
-                pspawn_context_reason(&z->ctx));
-    }
-    return z;
-}
 
 /* ---- the fork function -------------------------------------------------- */
 
@@ -385,14 +249,14 @@ static int pspawn_fork_local_proc(void *cdptr)
     char *why = NULL;       /* the zygote's own error, said in the rank's */
     if (traced) {
         /* No zygote for a job that stops at exec. */
-        char *path = program_path(cd);
+        char *path = pspawn_program_path(cd);
         VERBOSE(5, "%s odls:pspawn: stop-on-exec: %s by exec (a fork of a zygote has no exec "
                 "to stop at)", PRTE_NAME_PRINT(PRTE_PROC_MY_NAME), cd->app->app);
         err = NULL == path ? ENOMEM : pspawn_exec(&pid, path, &attr, argv, cd->env);
         free(path);
     } else {
-        pthread_mutex_lock(&lock);
-        struct zygote *z = zygote_for(cd, job);
+        pspawn_zygotes_lock();
+        struct zygote *z = pspawn_zygote_for(cd, job);
         if (NULL == z)
             err = ENOMEM;
         else if (z->err) {
@@ -404,7 +268,7 @@ static int pspawn_fork_local_proc(void *cdptr)
             VERBOSE(5, "%s odls:pspawn: %s: %s", PRTE_NAME_PRINT(PRTE_PROC_MY_NAME), z->cmd,
                     pspawn_context_reason(&z->ctx));
         }
-        pthread_mutex_unlock(&lock);
+        pspawn_zygotes_unlock();
     }
     pspawn_attr_destroy(&attr);
     if (NULL != child)
@@ -434,9 +298,9 @@ static int pspawn_launch_local_procs(pmix_data_buffer_t *data)
     pmix_nspace_t job;
     int rc;
 
-    pthread_mutex_lock(&lock);
-    forget_finished_jobs();
-    pthread_mutex_unlock(&lock);
+    pspawn_zygotes_lock();
+    pspawn_zygotes_forget();
+    pspawn_zygotes_unlock();
     rc = pspawn_construct_and_launch(data, &job, pspawn_fork_local_proc);
     if (PRTE_SUCCESS != rc) {
         VERBOSE(2, "%s odls:pspawn: failed to construct the child list: %s",

@@ -11,7 +11,8 @@ spank_plugin_sources = \
 	spank/pspawn_spank.c spank/pspawn_spank.h \
 	spank/pspawn_srun.c spank/pspawn_slurmstepd.c \
 	spank/pspawn_config.c spank/pspawn_config.h \
-	spank/pspawn_cgroup.h spank/pspawn_mover.c
+	spank/pspawn_cgroup.h spank/pspawn_mover.c \
+	spank/pspawn_jobzygote.c spank/pspawn_jobzygote.h spank/pspawn_jobstart.c
 
 # One test program: the fake slurmstepd, the plugin's tests, the mover's.
 spank_test_plugin_sources = \

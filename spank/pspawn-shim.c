@@ -26,6 +26,14 @@
  *   PSPAWN_SHIM_MOVER      the step's mover in slurmstepd: the task is held
  *                          until the mover has put it into our cgroups
  *                          (see pspawn_cgroup.h)
+ *   PSPAWN_SHIM_JOB        1: KEY names the job's zygote, which root
+ *                          started for the step; the task gets its own
+ *                          process group (the zygote is in another session)
+ *
+ * `pspawn-shim --job-zygote PROG ARGS` is the starter of a job's zygote
+ * (shim-job.c), exec'd by the plugin in slurmstepd with the job's user's
+ * credentials in the job's extern step: PSPAWN_SHIM_LOCK_FD, the lock
+ * name it holds, and PSPAWN_SHIM_IDLE_MS, the zygote's idle limit.
  * Their values are wiped in place in our initial environment block before
  * anything else runs: /proc/PID/environ shows that block, and the token
  * must not be read there.
@@ -60,15 +68,18 @@
 #include "procfs.h"
 #include "protocol.h"
 #include "pspawn_cgroup.h"
+#include "shim.h"
+
+#define say shim_say
 #include "unixsock.h"
 
 extern char **environ;
 
 static int debug;
 static int sig_pipe[2] = { -1, -1 };
+static int starter;     /* --job-zygote: starts a job's zygote, runs no task */
 
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void say(const char *fmt, ...)
+void shim_say(const char *fmt, ...)
 {
     if (!debug)
         return;
@@ -77,12 +88,24 @@ static void say(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "pspawn-shim[%d]: %s\n", (int)getpid(), buf);
+    /* The wall clock, to the ms: the lines line up with slurmd's log (the
+     * job's zygote's start overlapping Slurm's setup, bench/README.md). */
+    struct timespec now;
+    struct tm tm;
+    clock_gettime(CLOCK_REALTIME, &now);
+    localtime_r(&now.tv_sec, &tm);
+    fprintf(stderr, "pspawn-shim[%d] %02d:%02d:%02d.%03ld: %s\n", (int)getpid(), tm.tm_hour,
+            tm.tm_min, tm.tm_sec, now.tv_nsec / 1000000, buf);
 }
 
 /* A plain task: what slurmstepd would have done. */
 static void __attribute__((noreturn)) exec_plain(const char *path, char **argv, const char *why)
 {
+    if (starter) {
+        /* The lock goes with us: the step's stand-ins exec their tasks. */
+        say("no job's zygote: %s", why ? why : "the program is not one to fork");
+        _exit(1);
+    }
     if (why)
         say("plain exec: %s", why);
     execve(path, argv, environ);
@@ -94,7 +117,7 @@ static void __attribute__((noreturn)) exec_plain(const char *path, char **argv, 
 /* PSPAWN_SHIM_* from the plugin, taken out of the environment. */
 static struct {
     char *key, *token, *tasks, *signals, *proctrack, *signal_children, *options,
-        *argv0, *mover;
+        *argv0, *mover, *job, *lock_fd, *idle_ms;
 } shim;
 
 /* Copy our variables, then overwrite their values in the block the kernel
@@ -112,6 +135,8 @@ static void take_shim_vars(void)
         { "PSPAWN_SHIM_SIGNAL_CHILDREN", &shim.signal_children },
         { "PSPAWN_SHIM_OPTIONS", &shim.options },
         { "PSPAWN_SHIM_ARGV0", &shim.argv0 }, { "PSPAWN_SHIM_MOVER", &shim.mover },
+        { "PSPAWN_SHIM_JOB", &shim.job }, { "PSPAWN_SHIM_LOCK_FD", &shim.lock_fd },
+        { "PSPAWN_SHIM_IDLE_MS", &shim.idle_ms },
     };
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
         const char *v = getenv(vars[i].name);
@@ -361,50 +386,6 @@ static int orphan_status(pid_t task, int pidfd)
     return -1;
 }
 
-/* Ask the step's mover (slurmstepd, root) to put TASK into our own
- * cgroups.  Returns 0 or an errno; the task runs either way. */
-static int move_task(const char *mover, pid_t task, const char *token, int wait_ms)
-{
-    /* Only slurmstepd, as root, may hear our token.  A listen queue that is
-     * full (every task of a big node asking at once) is retried, within
-     * the same WAIT_MS as the answer; unless the kernel says the name is
-     * another user's (squatted: said at once). */
-    int fd, waited = 0;
-    uid_t owner;
-    if ((fd = pspawn_connect_abstract(mover, 0)) < 0 && errno == EAGAIN &&
-        pspawn_abstract_owner(mover, &owner) == 0 && owner != 0) {
-        say("mover @%s is uid %d's, not root's", mover, (int)owner);
-        return EPERM;
-    }
-    while (fd < 0 && errno == EAGAIN && waited < wait_ms) {
-        struct timespec ts = { 0, 5 * 1000 * 1000 };
-        nanosleep(&ts, NULL);
-        waited += 5;
-        fd = pspawn_connect_abstract(mover, 0);
-    }
-    if (fd < 0)
-        return errno == EAGAIN ? ETIMEDOUT : errno;
-    struct pspawn_mover_req q = { PSPAWN_MOVER_MAGIC, (int32_t)task, { 0 } };
-    snprintf(q.token, sizeof q.token, "%s", token);
-    struct pspawn_mover_reply r;
-    struct pollfd p = { fd, POLLIN, 0 };
-    int err = 0;
-    if (send(fd, &q, sizeof q, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof q &&
-        errno != EPIPE && errno != ECONNRESET)
-        err = errno;    /* (after those, the mover's refusal is still to read) */
-    else if (poll(&p, 1, wait_ms > waited ? wait_ms - waited : 0) != 1 ||
-             recv(fd, &r, sizeof r, MSG_DONTWAIT) != (ssize_t)sizeof r ||
-             r.magic != PSPAWN_MOVER_MAGIC)
-        err = ETIMEDOUT;
-    else if (r.err)
-        err = r.err;
-    else
-        say("task %d moved into our cgroups (%d hierarch%s)", (int)task, r.moved,
-            r.moved == 1 ? "y" : "ies");
-    close(fd);
-    return err;
-}
-
 /* What we do with signals while the task runs: relay them to it, or,
  * where they reach it by themselves, ignore them (not die before it). */
 static void set_signals(int relay)
@@ -445,6 +426,11 @@ int main(int argc, char **argv)
     debug = pspawn_env_true("PSPAWN_SHIM_DEBUG");
     take_shim_vars();
     char **targv;
+    starter = argc > 2 && !strcmp(argv[1], "--job-zygote");
+    if (starter) {
+        argv++;
+        argc--;
+    }
     if (shim.argv0) {
         /* In place: argv[0] became the shim; the rest is the task's. */
         targv = calloc((size_t)argc + 1, sizeof *targv);
@@ -481,6 +467,7 @@ int main(int argc, char **argv)
     snprintf(path, sizeof path, "%s", targv[0]);
     if (!shim.key || !shim.token || strlen(shim.token) >= PSPAWN_TOKEN_LEN)
         exec_plain(path, targv, "no step key or token");
+    say("%s for %s", starter ? "starter of the job's zygote" : "stand-in", path);
     struct program prog;
     int err = pspawn_program_inspect(&prog, path);
     if (err)
@@ -493,7 +480,10 @@ int main(int argc, char **argv)
     struct pspawn_standin_client client = {
         .path = path, .key = shim.key, .token = shim.token, .local_tasks = shim.tasks,
         .log = log_line, .options = options, .argv = targv, .prog = &prog,
+        .job = shim.job && !strcmp(shim.job, "1"),
     };
+    if (starter)
+        return shim_start_job(&client, shim.lock_fd, shim.idle_ms);
     int sock = pspawn_standin_connect(&client);
     pid_t zpid = client.zpid;
     int fail_fd = client.fail_fd;
@@ -513,7 +503,11 @@ int main(int argc, char **argv)
      * have its pid: if the zygote dies before telling us, we cancel it
      * and exec instead, and no task runs twice. */
     struct pspawn_hold hold = { .held = 0 };
-    if ((err = pspawn_standin_send(sock, targv, shim.token, sig_pipe, 2, &hold))) {
+    /* A job's zygote is in a session of its own, whose groups a task
+     * cannot join: it leads a group of its own, as task 0 of a plain step
+     * does (a kill(0) of one task reaches no other step's). */
+    if ((err = pspawn_standin_send(sock, targv, shim.token, sig_pipe, 2, &hold,
+                                   client.job ? REQ_SETPGROUP : 0))) {
         char why[160];
         if (err == EMFILE)
             snprintf(why, sizeof why, "more inherited fds than a request passes (%d with 0-2): "
@@ -538,7 +532,7 @@ int main(int argc, char **argv)
         exec_plain(path, targv, "zygote named a task that is not its child");
     }
     pid_t task = r.pid;
-    if (shim.mover && (err = move_task(shim.mover, task, shim.token, wait_ms))) {
+    if (shim.mover && (err = shim_move_task(shim.mover, task, shim.token, wait_ms))) {
         /* Not the step's any more: the zygote died since it replied, and
          * the held task is init's.  Cancel it and exec, in our cgroups. */
         if (err == ESRCH && zygote_gone(sock)) {

@@ -15,7 +15,10 @@
  * step's user that knows the step's token, and moves only a process of
  * that user that descends from its slurmstepd, into that child's cgroups:
  * the worst a user can do with it is reshuffle its own step's processes
- * between the step's task cgroups.
+ * between the step's task cgroups.  With a job's zygote (reuse=job) it
+ * also moves a child of that user's process in the job's extern step:
+ * the worst is then to move one's own processes of the job's extern step
+ * (ssh sessions adopted there, say) into one of one's own tasks.
  */
 #ifndef PSPAWN_CGROUP_H
 #define PSPAWN_CGROUP_H
@@ -46,9 +49,11 @@ struct pspawn_mover_reply {
 
 #ifdef PSPAWN_SPANK_H
 /* In slurmstepd (user_init): start the step's mover for user UID and
- * TOKEN, listening on NAME.  Returns 0, or -1 (tasks then stay in the
- * zygote's cgroups; the reason is logged). */
-int pspawn_mover_start(uid_t uid, const char *name, const char *token);
+ * TOKEN, listening on NAME; JOB_ZYGOTE: the job id whose extern step
+ * holds the step's zygote (reuse=job), whose children it moves too, or
+ * 0.  Returns 0, or -1 (tasks then stay in the zygote's cgroups; the
+ * reason is logged). */
+int pspawn_mover_start(uid_t uid, const char *name, const char *token, uint32_t job_zygote);
 /* In slurmstepd (exit): stop it, before the plugin is unloaded. */
 void pspawn_mover_stop(void);
 #endif

@@ -33,6 +33,7 @@
 #include "unixsock.h"
 
 static struct {
+    char extern_job[48];    /* "/job_ID/step_extern" for reuse=job, else "" */
     pthread_t thread;
     int running;
     int lfd;
@@ -115,14 +116,41 @@ static pid_t parent_of(pid_t pid, uid_t *uid)
     return (pid_t)ppid;
 }
 
+/* Whether PID is in the extern step of the job (mv.extern_job, "" when
+ * the step has no job's zygote): in some hierarchy, a cgroup
+ * .../job_ID/step_extern or below it.  Only root puts processes there. */
+static int in_job_extern(pid_t pid)
+{
+    if (!mv.extern_job[0])
+        return 0;
+    char *cg = read_proc(pid, "cgroup");
+    int yes = 0;
+    for (char *line = cg; line && *line && !yes;) {
+        char *nl = strchrnul(line, '\n');
+        char *at = strstr(line, mv.extern_job);
+        if (at && at < nl) {
+            char after = at[strlen(mv.extern_job)];
+            yes = after == '/' || after == '\n' || after == '\0';
+        }
+        line = *nl ? nl + 1 : nl;
+    }
+    free(cg);
+    return yes;
+}
+
 /* Whether PID runs with the credentials of the shim that asks (PEER, its
  * SO_PEERCRED: every uid of PID is its uid) and descends from this
- * slurmstepd. */
+ * slurmstepd, or (reuse=job) is the child of a job's zygote: a process
+ * of that user in the job's extern step whose parent is too. */
 static int ours(pid_t pid, const struct ucred *peer)
 {
-    uid_t uid;
-    if (pid <= 1 || parent_of(pid, &uid) < 0 || uid != peer->uid || uid == (uid_t)-1)
+    uid_t uid, puid;
+    pid_t parent;
+    if (pid <= 1 || (parent = parent_of(pid, &uid)) < 0 || uid != peer->uid || uid == (uid_t)-1)
         return 0;
+    if (in_job_extern(pid) && parent > 1 && parent_of(parent, &puid) >= 0 && puid == uid &&
+        in_job_extern(parent))
+        return 1;
     pid_t p = pid;
     for (int depth = 0; depth < 16 && p > 1; depth++) {
         uid_t u;
@@ -358,11 +386,14 @@ static void *mover_main(void *arg)
     return NULL;
 }
 
-int pspawn_mover_start(uid_t uid, const char *name, const char *token)
+int pspawn_mover_start(uid_t uid, const char *name, const char *token, uint32_t job_zygote)
 {
     if (mv.running)
         return 0;
     mv.uid = uid;
+    mv.extern_job[0] = '\0';
+    if (job_zygote)
+        snprintf(mv.extern_job, sizeof mv.extern_job, "/job_%u/step_extern", job_zygote);
     snprintf(mv.name, sizeof mv.name, "%s", name);
     memset(mv.token, 0, sizeof mv.token);
     snprintf(mv.token, sizeof mv.token, "%s", token);

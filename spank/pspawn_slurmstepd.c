@@ -29,10 +29,13 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "pspawn_spank.h"
 #include "pspawn_cgroup.h"
+#include "pspawn_jobzygote.h"
+#include "options.h"
 /* After spank.h, for the step ids and slurm_conf_t. */
 #include <slurm/slurm.h>
 
@@ -45,13 +48,14 @@ pid_t pspawn_stepd_pid;
 /* What slurm_spank_user_init decided, inherited by each task's child. */
 static struct {
     int use;                        /* exec the shim for every task */
-    char key[64];                   /* uid.jobid.stepid.nonce */
+    char key[96];                   /* uid.jobid.stepid.nonce, or the job zygote's */
     char token[2 * TOKEN_BYTES + 1];
     char local_tasks[16];
     char proctrack[64];             /* "" when unknown */
     char signal_children[2];        /* "1": SignalChildrenProcesses=yes, else "" */
-    char mover[96];                 /* the mover's name, "" if none */
+    char mover[128];                /* the mover's name, "" if none */
     char options[1040];             /* the site's libpspawn options, then the step's */
+    int job;                        /* key names the job's zygote (reuse=job) */
 } step;
 
 #define say(...)                                    \
@@ -220,10 +224,102 @@ static const char *plain_exec_reason(spank_t sp, enum pspawn_mode mode, uint32_t
     return NULL;
 }
 
+/* reuse=job: point the step at the job's zygote for its program on this
+ * node, which is started now if it is not there (pspawn_jobzygote.c).
+ * 0, or -1 when the step must use a zygote of its own (said why). */
+static int use_job_zygote(spank_t sp, const struct pspawn_options *o, uid_t uid, uint32_t jobid,
+                          uint32_t stepid)
+{
+    const char *why = NULL;
+    if (!strstr(step.proctrack, "cgroup"))
+        why = "it needs proctrack/cgroup, which ends its zygotes with the job";
+    else if (getpid() != pspawn_stepd_pid)
+        why = "user_init runs outside slurmstepd (contain_spank)";
+    else if (getuid() != 0)
+        why = "slurmstepd is not root";
+    struct pspawn_job_step js = {
+        .uid = uid, .jobid = jobid, .options = step.options, .max_zygotes = o->max_zygotes,
+        .idle_s = o->idle_s, .shim = pspawn_config.shim, .debug = pspawn_config.debug,
+    };
+    gid_t *gids = NULL;
+    if (!why && (spank_get_item(sp, S_JOB_GID, &js.gid) != ESPANK_SUCCESS ||
+                 spank_get_item(sp, S_JOB_SUPPLEMENTARY_GIDS, &gids, &js.ngids) != ESPANK_SUCCESS ||
+                 spank_get_item(sp, S_JOB_ARGV, &js.argc, &js.argv) != ESPANK_SUCCESS ||
+                 spank_get_item(sp, S_JOB_ENV, &js.env) != ESPANK_SUCCESS))
+        why = "the step's ids, argv or environment cannot be read";
+    js.gids = gids;
+    char key[sizeof step.key], token[sizeof step.token], what[320];
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (!why && pspawn_job_zygote(&js, key, sizeof key, token, sizeof token, what, sizeof what) < 0)
+        why = what;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    if (why) {
+        say("pspawn: step %u.%u: reuse=job: no job's zygote (%s): the step starts its own",
+            jobid, stepid, why);
+        return -1;
+    }
+    say("pspawn: step %u.%u: the job's zygote %s (%s in %.1f ms)", jobid, stepid, key, what, ms);
+    snprintf(step.key, sizeof step.key, "%s", key);
+    snprintf(step.token, sizeof step.token, "%s", token);
+    step.job = 1;
+    return 0;
+}
+
+/* The job's zygote as slurm_spank_init_post_opt found or started it:
+ * that callback runs in slurmstepd about 50 ms before user_init (while
+ * slurmstepd sets the step up: cgroups, I/O, credentials), so the
+ * zygote's exec overlaps that too. */
+static struct {
+    int tried, ok;
+    char key[sizeof step.key], token[sizeof step.token];
+} early;
+
+/* Whether the step's options ask for reuse=job, into *O. */
+static int wants_job_zygote(struct pspawn_options *o, char *options, size_t len)
+{
+    const char *mine = pspawn_option_options();
+    snprintf(options, len, "%s%s%s", pspawn_config.options,
+             pspawn_config.options[0] && mine[0] ? "," : "", mine);
+    char msg[256];
+    pspawn_options_defaults(o);
+    return pspawn_options_parse(o, options, msg, sizeof msg) == 0 && o->reuse_job;
+}
+
+int pspawn_stepd_post_opt(spank_t sp)
+{
+    uid_t uid;
+    uint32_t jobid, stepid, local_tasks;
+    struct pspawn_options o;
+    char flag[8];
+    early.tried = early.ok = 0;
+    enum pspawn_mode mode = pspawn_option_mode();
+    spank_err_t erc = spank_getenv(sp, PSPAWN_DEBUGGER_VAR, flag, sizeof flag);
+    if (mode == PSPAWN_MODE_OFF || !wants_job_zygote(&o, step.options, sizeof step.options) ||
+        spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS ||
+        spank_get_item(sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS ||
+        spank_get_item(sp, S_JOB_STEPID, &stepid) != ESPANK_SUCCESS ||
+        spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &local_tasks) != ESPANK_SUCCESS ||
+        plain_exec_reason(sp, mode, stepid, local_tasks,
+                          erc == ESPANK_SUCCESS || erc == ESPANK_NOSPACE) != NULL)
+        return 0;   /* user_init decides, and says why */
+    read_proctrack(step.proctrack, sizeof step.proctrack);
+    early.tried = 1;
+    if (use_job_zygote(sp, &o, uid, jobid, stepid) == 0) {
+        early.ok = 1;
+        snprintf(early.key, sizeof early.key, "%s", step.key);
+        snprintf(early.token, sizeof early.token, "%s", step.token);
+    }
+    step.job = 0;
+    return 0;
+}
+
 int pspawn_stepd_user_init(spank_t sp)
 {
     enum pspawn_mode mode = pspawn_option_mode();
     step.use = 0;
+    step.job = 0;
     /* srun's word that it is under a parallel debugger: for us only. */
     char flag[8];
     spank_err_t erc = spank_getenv(sp, PSPAWN_DEBUGGER_VAR, flag, sizeof flag);
@@ -263,6 +359,16 @@ int pspawn_stepd_user_init(spank_t sp)
     const char *mine = pspawn_option_options();
     snprintf(step.options, sizeof step.options, "%s%s%s", pspawn_config.options,
              pspawn_config.options[0] && mine[0] ? "," : "", mine);
+    uint32_t job_zygote = 0;
+    struct pspawn_options o;
+    if (early.tried && early.ok) {
+        snprintf(step.key, sizeof step.key, "%s", early.key);
+        snprintf(step.token, sizeof step.token, "%s", early.token);
+        step.job = 1;
+        job_zygote = jobid;
+    } else if (!early.tried && wants_job_zygote(&o, step.options, sizeof step.options)) {
+        job_zygote = use_job_zygote(sp, &o, uid, jobid, stepid) == 0 ? jobid : 0;
+    }
     if (getpid() != pspawn_stepd_pid) {
         /* SlurmdParameters=contain_spank: this callback runs in a short-lived
          * clone of slurmstepd, where a thread would not outlive it. */
@@ -274,7 +380,7 @@ int pspawn_stepd_user_init(spank_t sp)
         slurm_error("pspawn: step %u.%u: no mover (not root): tasks stay in the zygote's cgroups",
                     jobid, stepid);
         step.mover[0] = '\0';
-    } else if (pspawn_mover_start(uid, step.mover, step.token) < 0) {
+    } else if (pspawn_mover_start(uid, step.mover, step.token, job_zygote) < 0) {
         /* Tasks would stay in the zygote's cgroups, accounted and limited
          * as another task: exec them as Slurm would. */
         say("pspawn: step %u.%u: plain exec (the mover could not start)", jobid, stepid);
@@ -294,7 +400,7 @@ static const char *const shim_vars[] = {
     "PSPAWN_SHIM_KEY", "PSPAWN_SHIM_TOKEN", "PSPAWN_SHIM_LOCAL_TASKS",
     "PSPAWN_SHIM_SIGNALS", "PSPAWN_SHIM_DEBUG", "PSPAWN_SHIM_PROCTRACK",
     "PSPAWN_SHIM_SIGNAL_CHILDREN",
-    "PSPAWN_SHIM_ARGV0", "PSPAWN_SHIM_MOVER", "PSPAWN_SHIM_OPTIONS",
+    "PSPAWN_SHIM_ARGV0", "PSPAWN_SHIM_MOVER", "PSPAWN_SHIM_OPTIONS", "PSPAWN_SHIM_JOB",
 };
 
 void pspawn_stepd_exit(void)
@@ -321,6 +427,7 @@ static int set_shim_vars(spank_t sp)
         { "PSPAWN_SHIM_SIGNAL_CHILDREN", step.signal_children },
         { "PSPAWN_SHIM_MOVER", step.mover },
         { "PSPAWN_SHIM_OPTIONS", step.options },
+        { "PSPAWN_SHIM_JOB", step.job ? "1" : "" },
     };
     for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
         if (values[i][1][0] == '\0')

@@ -14,6 +14,7 @@
 
 #include <unistd.h>
 
+#include "pspawn_jobzygote.h"
 #include "pspawn_spank.h"
 
 SPANK_PLUGIN(pspawn, 1);
@@ -58,6 +59,8 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char *av[])
     (void)av;
     if (spank_context() == S_CTX_LOCAL)
         pspawn_srun_post_opt();
+    else if (spank_context() == S_CTX_REMOTE)
+        return pspawn_stepd_post_opt(sp);
     return 0;
 }
 
@@ -86,5 +89,19 @@ int slurm_spank_exit(spank_t sp, int ac, char *av[])
     (void)av;
     if (spank_context() == S_CTX_REMOTE)
         pspawn_stepd_exit();
+    return 0;
+}
+
+/* The job's end on each node (root, in the epilog's context): its zygotes
+ * (reuse=job) died with its extern step; kill any that did not, and
+ * remove its state.  Nothing to do for a job that had none. */
+int slurm_spank_job_epilog(spank_t sp, int ac, char *av[])
+{
+    (void)ac;
+    (void)av;
+    uint32_t jobid;
+    if (spank_context() == S_CTX_JOB_SCRIPT && getuid() == 0 &&
+        spank_get_item(sp, S_JOB_ID, &jobid) == ESPANK_SUCCESS)
+        pspawn_job_end(jobid);
     return 0;
 }

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "options.h"
 #include "pspawn_config.h"
 #include "tap.h"
 
@@ -134,6 +135,8 @@ int main(void)
         { "modules=numpy:scipy.linalg", PSPAWN_MODE_ON, "modules=numpy:scipy.linalg" },
         { "on,preload=auto,python=off", PSPAWN_MODE_ON, "preload=auto,python=off" },
         { "off", PSPAWN_MODE_OFF, "" },
+        { "on,reuse=job", PSPAWN_MODE_ON, "reuse=job" },
+        { "reuse=job,idle=60,zygotes=2", PSPAWN_MODE_ON, "reuse=job,idle=60,zygotes=2" },
     };
     for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) {
         char opts[128] = "x", why[256];
@@ -159,6 +162,11 @@ int main(void)
         { "modules=numpy,scipy", "\"scipy\"" },
         { "preload=relative", "preload=relative" },
         { "yes", "yes" },
+        { "reuse=node", "reuse=node" },
+        { "reuse=job,idle=0", "idle=0" },
+        { "reuse=job,idle=1h", "idle=1h" },
+        { "zygotes=65", "zygotes=65" },
+        { "zygotes=0", "zygotes=0" },
     };
     for (size_t i = 0; i < sizeof badargs / sizeof badargs[0]; i++) {
         char opts[128], why[256] = "";
@@ -175,6 +183,29 @@ int main(void)
                cfg.default_mode == PSPAWN_MODE_AUTO && cfg.debug == 1 &&
                strcmp(cfg.options, "fanout=core,subzygote=fork") == 0,
            "plugstack.conf fanout=core subzygote=fork: site options \"%s\"%s", cfg.options, err2);
+    tap_ok(parse("default=on reuse=job idle=120", &cfg, err2, sizeof err2) == 0 &&
+               strcmp(cfg.options, "reuse=job,idle=120") == 0,
+           "plugstack.conf reuse=job idle=120: site options \"%s\"%s", cfg.options, err2);
+
+    /* What reuse=job's keys set, and their defaults: a step's keys come
+     * after the site's, and win. */
+    struct pspawn_options o;
+    pspawn_options_defaults(&o);
+    tap_ok(!o.reuse_job && o.idle_s == PSPAWN_DEFAULT_IDLE_S &&
+               o.max_zygotes == PSPAWN_DEFAULT_JOB_ZYGOTES,
+           "defaults: reuse=step, idle=%d s, zygotes=%d", o.idle_s, o.max_zygotes);
+    int prc = pspawn_options_parse(&o, "reuse=job,idle=120,zygotes=8,reuse=step,reuse=job,idle=30",
+                                   err2, sizeof err2);
+    tap_ok(prc == 0 && o.reuse_job && o.idle_s == 30 && o.max_zygotes == 8,
+           "reuse=job,idle=120,zygotes=8,...,idle=30: job, 30 s, 8 zygotes (got %d, %d, %d)%s",
+           o.reuse_job, o.idle_s, o.max_zygotes, err2);
+    char text[512];
+    struct pspawn_options back;
+    pspawn_options_defaults(&back);
+    tap_ok(pspawn_options_format(&o, text, sizeof text) == 0 &&
+               pspawn_options_parse(&back, text, err2, sizeof err2) == 0 && back.reuse_job &&
+               back.idle_s == 30 && back.max_zygotes == 8,
+           "formatted and read back: \"%s\"", text);
     bad("fanout=sideways", "fanout=sideways");
     bad("fanout=l3,start=lazy", "fanout=l3,start=lazy");
 

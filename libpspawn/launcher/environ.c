@@ -23,13 +23,6 @@ const char *pspawn_proxy_path(void)
     return p && *p ? p : PSPAWN_PROXY_PATH;
 }
 
-int pspawn_loader_var(const char *kv)
-{
-    if (strncmp(kv, "LD_", 3) == 0)
-        return strncmp(kv, "LD_BIND_NOW=", 12) != 0;   /* the zygote binds anyway */
-    return strncmp(kv, "GLIBC_TUNABLES=", 15) == 0 || strncmp(kv, "MALLOC_", 7) == 0;
-}
-
 char **pspawn_env_subset(char *const env[], int (*pick)(const char *))
 {
     size_t n = 0, k = 0;

@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "child.h"
+#include "loaderenv.h"
 #include "options.h"
 #include "protocol.h"
 #include "strv.h"
@@ -284,20 +285,30 @@ struct pspawn_standin_client {
     void (*log)(const char *msg);   /* what happens, for debugging; or NULL */
     pid_t zpid;                 /* out: the zygote, if this call started it */
     int fail_fd;                /* out: listening while the start failed */
+    /* A job's zygote (srun --pspawn=reuse=job): root started it for the
+     * step (pspawn_standin_start_job); a stand-in never starts one. */
+    int job;
+    long idle_ms;               /* the job's zygote: its idle time limit */
 };
 /* A connection to the step's zygote, which this call starts if no other
  * stand-in has (then C->zpid is our child and must be waited for).
  * Returns the socket, or -1 when the zygote cannot be reached. */
 int pspawn_standin_connect(struct pspawn_standin_client *c);
+/* The starter of a job's zygote (pspawn-shim --job-zygote), which holds
+ * the zygote's lock name on LOCK_FD: start the zygote (C->idle_ms, no
+ * task count), wait until it parks, make its fan-out, and let the lock go.
+ * 0, or -1 (C's log says why; the step's stand-ins then exec). */
+int pspawn_standin_start_job(struct pspawn_standin_client *c, int lock_fd);
 /* How long a stand-in waits for its zygote: 3 x PSPAWN_TIMEOUT (30 s by
  * default), in ms. */
 int pspawn_standin_wait_ms(void);
 /* Send the one-task request of a stand-in: ARGV with everything exec would
  * have given the task from this process (environ, cwd, umask, rlimits,
  * affinity, signal state, and every inherited fd but SOCK and SKIP[] at
- * its own number).  HOLD: the task waits for pspawn_standin_go. */
+ * its own number).  HOLD: the task waits for pspawn_standin_go.  FLAGS:
+ * REQ_SETPGROUP (its own process group), or 0. */
 int pspawn_standin_send(int sock, char **argv, const char *token, const int *skip, int nskip,
-                        struct pspawn_hold *hold);
+                        struct pspawn_hold *hold, unsigned flags);
 
 /* environ.c */
 /* The proxy library to preload ($PSPAWN_PROXY, else the installed one). */
@@ -307,9 +318,6 @@ const char *pspawn_proxy_path(void);
  * both kept for the proxy to restore, and EXTRA (NULL-terminated "K=V"
  * strings); RECORD: libpspawn-record.so after the proxy (preload=auto). */
 char **pspawn_zygote_environ(const char *const extra[], char *const base[], int record);
-/* Whether "K=V" is read by the dynamic loader or libc before main: such a
- * variable must be the same in a task as in its zygote. */
-int pspawn_loader_var(const char *kv);
 /* The loader variables of ENV, copied, NULL-terminated (NULL: no memory). */
 char **pspawn_loader_env_of(char *const env[]);
 /* NULL if ENVP has the zygote's loader variables, else the name (up to

@@ -165,6 +165,33 @@ static const char *zygote_env_differs(const struct pspawn_standin_client *c, int
     return res;
 }
 
+/* The namespace of ours (/proc/self/ns/KIND) that the zygote PID's
+ * tasks would not share: its KIND for children (pid, time) or its KIND.
+ * NULL when they would share all, or one cannot be read (ours and its
+ * are then those of the same user's processes of one job: a job's
+ * zygote is started into the job's namespaces, a step's by its step). */
+static const char *namespace_differs(pid_t zpid)
+{
+    static const char *const kinds[][2] = {
+        { "mnt", "mnt" }, { "pid", "pid_for_children" }, { "net", "net" }, { "ipc", "ipc" },
+        { "uts", "uts" }, { "user", "user" }, { "cgroup", "cgroup" },
+        { "time", "time_for_children" },
+    };
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        char mine[64], theirs[64], path[96];
+        ssize_t a, b;
+        snprintf(path, sizeof path, "/proc/self/ns/%s", kinds[i][0]);
+        if ((a = readlink(path, mine, sizeof mine - 1)) < 0)
+            continue;
+        snprintf(path, sizeof path, "/proc/%d/ns/%s", (int)zpid, kinds[i][1]);
+        if ((b = readlink(path, theirs, sizeof theirs - 1)) < 0)
+            continue;
+        if (a != b || memcmp(mine, theirs, (size_t)a) != 0)
+            return kinds[i][0];
+    }
+    return NULL;
+}
+
 /* Our connection to the step's zygote, which says hello first: -1 if it
  * is not one we may use (then C's log says why). */
 static int use_zygote(const struct pspawn_standin_client *c, int fd)
@@ -172,6 +199,13 @@ static int use_zygote(const struct pspawn_standin_client *c, int fd)
     char why[256];
     const char *differs = fd < 0 ? NULL : zygote_env_differs(c, fd, pspawn_standin_wait_ms(),
                                                              why, sizeof why);
+    struct ucred z;
+    const char *ns;
+    if (!differs && fd >= 0 && c->job && pspawn_peer_cred(fd, &z) == 0 &&
+        (ns = namespace_differs(z.pid))) {
+        snprintf(why, sizeof why, "the job's zygote is in another %s namespace", ns);
+        differs = why;
+    }
     if (differs) {
         say(c, "the zygote cannot serve this task: %s", differs);
         close(fd);
@@ -224,9 +258,13 @@ static pid_t start_zygote(const struct pspawn_standin_client *c, const char *nam
     char preload_var[PATH_MAX + 64] = PSPAWN_ENV_PRELOAD_LIBS "=";
     strncat(preload_var, o.preload, PATH_MAX);
     char *first_only[2];
-    const char *const extra[] = { listen_var, token_var, tasks_var, PSPAWN_ENV_SOCK "=3",
-                                  o.preload[0] ? preload_var : "", ps.first_var, ps.modules_var,
-                                  NULL };
+    char idle_var[64] = "";
+    if (c->idle_ms > 0)
+        snprintf(idle_var, sizeof idle_var, PSPAWN_ENV_IDLE "=%ld", c->idle_ms);
+    /* (The python variables are NULL, the list's end, when not warm.) */
+    const char *const extra[] = { listen_var, token_var, tasks_var, idle_var,
+                                  PSPAWN_ENV_SOCK "=3", o.preload[0] ? preload_var : "",
+                                  ps.first_var, ps.modules_var, NULL };
     struct zygote_exec x = {
         .path = c->path, .argv = c->prog ? pspawn_python_exec_argv(c->prog, &ps, first_only) : NULL,
         .extra_env = extra, .null_stdio = 1, .record = !strcmp(o.preload, "auto"),
@@ -264,6 +302,21 @@ static pid_t start_zygote(const struct pspawn_standin_client *c, const char *nam
     return pid;
 }
 
+int pspawn_standin_start_job(struct pspawn_standin_client *c, int lock_fd)
+{
+    char name[200];
+    snprintf(name, sizeof name, "pspawn-%s", c->key);
+    say(c, "starting the job's zygote %s", name);
+    c->zpid = start_zygote(c, name);
+    /* Waiting stand-ins connect once the lock goes; after a failure they
+     * find no zygote, and exec. */
+    close(lock_fd);
+    if (c->zpid < 0)
+        return -1;
+    say(c, "the job's zygote %d parked", (int)c->zpid);
+    return 0;
+}
+
 int pspawn_standin_connect(struct pspawn_standin_client *c)
 {
     char name[200], lock[220], fail[220];
@@ -286,6 +339,15 @@ int pspawn_standin_connect(struct pspawn_standin_client *c)
     /* The lock listens, so that the others can wait on it: it closes once
      * the zygote parked or failed, which resets their connections. */
     int lfd = pspawn_listen_abstract(lock, SOMAXCONN);
+    if (lfd >= 0 && c->job) {
+        /* Root starts a job's zygote before the step's tasks, holding its
+         * lock from then on: with neither there, it did not start, or it
+         * has ended since (idle, evicted); nor may a stand-in start one in
+         * its step, where it would die with the step. */
+        close(lfd);
+        say(c, "the job's zygote %s is not there", name);
+        return -1;
+    }
     if (lfd >= 0) {
         say(c, "starting the zygote %s", name);
         c->zpid = start_zygote(c, name);
@@ -312,9 +374,12 @@ int pspawn_standin_connect(struct pspawn_standin_client *c)
     if (w >= 0) {
         struct pollfd p = { w, POLLIN, 0 };
         int pr;
+        double since = pspawn_now_ms();
         while ((pr = poll(&p, 1, 125000)) < 0 && errno == EINTR)
             ;
         close(w);
+        say(c, "waited %.1f ms for the %szygote to park", pspawn_now_ms() - since,
+            c->job ? "job's " : "");
         if (pr == 0) {
             say(c, "%s is held past the zygote's start time: no zygote", lock);
             return -1;
@@ -360,7 +425,7 @@ static int skipped(int fd, const int *skip, int nskip)
 }
 
 int pspawn_standin_send(int sock, char **argv, const char *token, const int *skip, int nskip,
-                        struct pspawn_hold *hold)
+                        struct pspawn_hold *hold, unsigned flags)
 {
     struct call *c = calloc(1, sizeof *c);
     if (!c)
@@ -399,6 +464,10 @@ int pspawn_standin_send(int sock, char **argv, const char *token, const int *ski
     }
     if (hold)
         c->flags |= REQ_HOLD;
+    if (flags & REQ_SETPGROUP) {
+        c->flags |= REQ_SETPGROUP;
+        c->pgroup = 0;      /* its own */
+    }
     pspawn_task_t t = { .argv = argv };
     err = pspawn_send_standin(sock, c, &t, token, hold);
     free(c);

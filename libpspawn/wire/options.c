@@ -33,6 +33,25 @@ void pspawn_options_defaults(struct pspawn_options *o)
     o->fanout = PSPAWN_FANOUT_AUTO;
     o->subzygote = PSPAWN_DEFAULT_SUBZYGOTE;
     o->python = 1;
+    o->idle_s = PSPAWN_DEFAULT_IDLE_S;
+    o->max_zygotes = PSPAWN_DEFAULT_JOB_ZYGOTES;
+}
+
+/* V (VLEN bytes) as a whole number from LO to HI into *N: 0, or -1. */
+static int parse_count(const char *v, size_t vlen, long lo, long hi, int *n)
+{
+    char num[16] = "";
+    char *end = num;
+    long x = 0;
+    /* Digits only: strtol would also take " 4" and "+4". */
+    if (vlen > 0 && vlen < sizeof num && strspn(v, "0123456789") >= vlen) {
+        memcpy(num, v, vlen);
+        x = strtol(num, &end, 10);
+    }
+    if (!num[0] || *end || x < lo || x > hi)
+        return -1;
+    *n = (int)x;
+    return 0;
 }
 
 static int lookup(const char *w, size_t len, const char *const *names, int n)
@@ -53,6 +72,9 @@ int pspawn_errmsg(char *err, size_t errlen, const char *fmt, ...)
     return -1;
 }
 
+/* Every key, for the messages about one that is not. */
+#define KEYS "fanout, subzygote, start, cgroup, python, modules, preload, reuse, idle, zygotes"
+
 #define N_OF(a) ((int)(sizeof a / sizeof a[0]))
 
 static int parse_item(struct pspawn_options *o, const char *item, size_t len, char *err,
@@ -63,7 +85,7 @@ static int parse_item(struct pspawn_options *o, const char *item, size_t len, ch
         int w = lookup(item, len, word_names, N_OF(word_names));
         if (w < 0)
             return pspawn_errmsg(err, errlen, "\"%.*s\": expected on, off, auto or KEY=VALUE "
-                        "(keys: fanout, subzygote, start, cgroup, python, modules, preload)", (int)len, item);
+                                 "(keys: " KEYS ")", (int)len, item);
         o->word = w;
         o->given |= PSPAWN_OPT_WORD;
         *word_given = 1;
@@ -76,19 +98,12 @@ static int parse_item(struct pspawn_options *o, const char *item, size_t len, ch
         if ((k = lookup(v, vlen, fanout_names, N_OF(fanout_names))) >= 0) {
             o->fanout = k;
         } else {
-            char num[16] = "";
-            char *end = num;
-            long n = 0;
-            /* Digits only: strtol would also take " 4" and "+4". */
-            if (vlen > 0 && vlen < sizeof num && strspn(v, "0123456789") >= vlen) {
-                memcpy(num, v, vlen);
-                n = strtol(num, &end, 10);
-            }
-            if (!num[0] || *end || n < 1 || n > 4096)
+            int n;
+            if (parse_count(v, vlen, 1, 4096, &n) < 0)
                 return pspawn_errmsg(err, errlen, "fanout=%.*s: expected auto, none, numa, l3, package, "
                             "core or a number of cores per group (1-4096)", (int)vlen, v);
             o->fanout = PSPAWN_FANOUT_CORES;
-            o->cores_per_group = (int)n;
+            o->cores_per_group = n;
         }
         o->given |= PSPAWN_OPT_FANOUT;
     } else if (klen == 9 && strncmp(item, "subzygote", 9) == 0) {
@@ -146,9 +161,26 @@ static int parse_item(struct pspawn_options *o, const char *item, size_t len, ch
         }
         o->modules[vlen] = 0;
         o->given |= PSPAWN_OPT_MODULES;
+    } else if (klen == 5 && strncmp(item, "reuse", 5) == 0) {
+        if (vlen == 4 && strncmp(v, "step", 4) == 0)
+            o->reuse_job = 0;
+        else if (vlen == 3 && strncmp(v, "job", 3) == 0)
+            o->reuse_job = 1;
+        else
+            return pspawn_errmsg(err, errlen, "reuse=%.*s: expected step or job", (int)vlen, v);
+        o->given |= PSPAWN_OPT_REUSE;
+    } else if (klen == 4 && strncmp(item, "idle", 4) == 0) {
+        if (parse_count(v, vlen, 1, 86400, &o->idle_s) < 0)
+            return pspawn_errmsg(err, errlen, "idle=%.*s: expected seconds (1-86400)", (int)vlen, v);
+        o->given |= PSPAWN_OPT_IDLE;
+    } else if (klen == 7 && strncmp(item, "zygotes", 7) == 0) {
+        if (parse_count(v, vlen, 1, 64, &o->max_zygotes) < 0)
+            return pspawn_errmsg(err, errlen, "zygotes=%.*s: expected a number of zygotes (1-64)",
+                                 (int)vlen, v);
+        o->given |= PSPAWN_OPT_ZYGOTES;
     } else {
-        return pspawn_errmsg(err, errlen, "\"%.*s\": unknown key \"%.*s\" (keys: fanout, subzygote, "
-                    "start, cgroup, python, modules, preload)", (int)len, item, (int)klen, item);
+        return pspawn_errmsg(err, errlen, "\"%.*s\": unknown key \"%.*s\" (keys: " KEYS ")",
+                             (int)len, item, (int)klen, item);
     }
     return 0;
 }
@@ -206,6 +238,13 @@ int pspawn_options_format(const struct pspawn_options *o, char *buf, size_t size
                        o->python ? "auto" : "off");
     if (len < 0 || (size_t)len >= size)
         return -1;
+    if (o->reuse_job) {
+        int m = snprintf(buf + len, size - (size_t)len, ",reuse=job,idle=%d,zygotes=%d",
+                         o->idle_s, o->max_zygotes);
+        if (m < 0 || (size_t)m >= size - (size_t)len)
+            return -1;
+        len += m;
+    }
     if (o->preload[0]) {
         int m = snprintf(buf + len, size - (size_t)len, ",preload=%s", o->preload);
         if (m < 0 || (size_t)m >= size - (size_t)len)

@@ -36,6 +36,18 @@
  *       what a zygote dlopens before it parks: nothing (off, the default),
  *       what earlier tasks of the program loaded after main (auto: tasks
  *       record it as they load), or the libraries a file lists.
+ *   reuse=step|job
+ *       (srun --pspawn) step: each step's zygote serves that step's tasks
+ *       and ends with it; job: a node's zygotes live in the job's extern
+ *       step and serve every later step of the same program and loader
+ *       environment (spank/README.md, "Zygotes that serve a whole job").
+ *   idle=SECONDS
+ *       reuse=job: a zygote that served no task for this long ends (1 to
+ *       86400, default PSPAWN_DEFAULT_IDLE_S).
+ *   zygotes=K
+ *       reuse=job: at most K zygotes per job and node (1 to 64, default
+ *       PSPAWN_DEFAULT_JOB_ZYGOTES); a new program's evicts the one used
+ *       least recently, which finishes its running tasks first.
  * Later features add their keys here.  Unknown keys are errors, so a typo
  * never silently does nothing.
  */
@@ -49,6 +61,11 @@
  * zygote's fork CPU against a task's total CPU, ~1.85 against ~6.2 ms per
  * task at 500 libraries) asks for one fork-serving process per ~3 cores. */
 #define PSPAWN_DEFAULT_GROUP_CORES 3
+
+/* reuse=job: a job's zygote ends after this long without a task, and a
+ * node keeps at most this many per job. */
+#define PSPAWN_DEFAULT_IDLE_S 300
+#define PSPAWN_DEFAULT_JOB_ZYGOTES 4
 
 enum pspawn_word { PSPAWN_WORD_UNSET = -1, PSPAWN_WORD_OFF = 0, PSPAWN_WORD_ON = 1,
                    PSPAWN_WORD_AUTO = 2 };
@@ -80,6 +97,9 @@ struct pspawn_options {
     int python;             /* python=auto (1) or off (0) */
     char modules[1024];     /* modules=, comma-separated, or "" */
     char preload[PATH_MAX]; /* preload=: "auto", a file's path, or "" (off) */
+    int reuse_job;          /* reuse=job (1) or step (0) */
+    int idle_s;             /* idle=, seconds */
+    int max_zygotes;        /* zygotes= */
     unsigned given;         /* PSPAWN_OPT_* bits: what the text set */
 };
 #define PSPAWN_OPT_WORD      0x1u
@@ -90,6 +110,9 @@ struct pspawn_options {
 #define PSPAWN_OPT_PYTHON    0x20u
 #define PSPAWN_OPT_MODULES   0x40u
 #define PSPAWN_OPT_PRELOAD   0x80u
+#define PSPAWN_OPT_REUSE     0x100u
+#define PSPAWN_OPT_IDLE      0x200u
+#define PSPAWN_OPT_ZYGOTES   0x400u
 
 /* The defaults: word unset, fanout=auto, subzygote=PSPAWN_DEFAULT_SUBZYGOTE,
  * start=eager. */

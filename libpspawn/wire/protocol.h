@@ -69,6 +69,10 @@
 #define PSPAWN_ENV_LISTEN   "PSPAWN_ZYGOTE_LISTEN"
 #define PSPAWN_ENV_TOKEN    "PSPAWN_ZYGOTE_TOKEN"
 #define PSPAWN_ENV_TASKS    "PSPAWN_ZYGOTE_TASKS"
+/* A job's stand-in zygote (srun --pspawn=reuse=job): it outlives its
+ * starter and every step, serves until this many ms pass without a
+ * stand-in, and finishes its running tasks and ends on SIGTERM. */
+#define PSPAWN_ENV_IDLE     "PSPAWN_ZYGOTE_IDLE"
 #define PSPAWN_TOKEN_LEN    64
 /* A sub-zygote exec'd by its root: "INDEX:NODE:CPUS" (CPUS in hex, as
  * PSPAWN_CPUSET_BYTES bytes; empty: do not bind), the group it serves. */

@@ -125,6 +125,7 @@ static void restore_env(void)
     unsetenv(PSPAWN_ENV_LISTEN);
     unsetenv(PSPAWN_ENV_TOKEN);
     unsetenv(PSPAWN_ENV_TASKS);
+    unsetenv(PSPAWN_ENV_IDLE);
     unsetenv(PSPAWN_ENV_PARENT);
     unsetenv(PSPAWN_ENV_BASE);
     unsetenv(PSPAWN_ENV_GROUP);
@@ -316,6 +317,8 @@ __attribute__((constructor)) static void proxy_init(int argc, char **argv, char 
         snprintf(parked.token, sizeof parked.token, "%s", tok ? tok : "");
         if (!env_int(PSPAWN_ENV_TASKS, &parked.expect_tasks))
             parked.expect_tasks = 0;
+        if (!env_int(PSPAWN_ENV_IDLE, &parked.idle_ms) || parked.idle_ms < 0)
+            parked.idle_ms = 0;
         parked.sock = (int)sock;
         parked.report = -1;
         parked.active = 1;

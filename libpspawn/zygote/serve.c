@@ -562,3 +562,28 @@ struct task_start zygote_serve(void)
             return ts;
     }
 }
+
+char *zygote_hello(size_t *len)
+{
+    struct standin_reply h = { PSPAWN_MAGIC, STANDIN_HELLO, (int32_t)getpid(),
+                               parked.python_warm ? HELLO_PYTHON : 0 };
+    size_t at = sizeof h;
+    char *hello = malloc(HELLO_MAX);
+    if (!hello)
+        return NULL;
+    for (char **e = parked.exec_env; e && *e; e++) {
+        size_t n = strlen(*e) + 1;
+        if (strncmp(*e, "PSPAWN_ZYGOTE_", 14) == 0)
+            continue;
+        if (at + n > HELLO_MAX) {
+            h.status |= HELLO_NO_ENV;
+            at = sizeof h;
+            break;
+        }
+        memcpy(hello + at, *e, n);
+        at += n;
+    }
+    memcpy(hello, &h, sizeof h);
+    *len = at;
+    return hello;
+}

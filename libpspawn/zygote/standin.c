@@ -67,6 +67,7 @@ struct client {
  * reaped as ours (a child a constructor made is not). */
 static struct {
     int lfd, sfd, n;
+    int terminated;                             /* a job's zygote got SIGTERM */
     struct client c[MAX_CLIENTS];
     pid_t starter;
     int starter_pidfd, starter_done;
@@ -109,31 +110,6 @@ static void standin_reply(int fd, int kind, pid_t pid, int status)
 {
     struct standin_reply r = { PSPAWN_MAGIC, kind, (int32_t)pid, status };
     send(fd, &r, sizeof r, MSG_NOSIGNAL | MSG_DONTWAIT);
-}
-
-/* The hello: a standin_reply, then our exec-time environment ("K=V\0"
- * each), PSPAWN_ZYGOTE_* left out (the token among them). */
-static void make_hello(void)
-{
-    struct standin_reply h = { PSPAWN_MAGIC, STANDIN_HELLO, (int32_t)getpid(),
-                               parked.python_warm ? HELLO_PYTHON : 0 };
-    size_t at = sizeof h;
-    if (!(standin.hello = malloc(HELLO_MAX)))
-        return;
-    for (char **e = parked.exec_env; e && *e; e++) {
-        size_t len = strlen(*e) + 1;
-        if (strncmp(*e, "PSPAWN_ZYGOTE_", 14) == 0)
-            continue;
-        if (at + len > HELLO_MAX) {
-            h.status |= HELLO_NO_ENV;
-            at = sizeof h;
-            break;
-        }
-        memcpy(standin.hello + at, *e, len);
-        at += len;
-    }
-    memcpy(standin.hello, &h, sizeof h);
-    standin.hello_len = at;
 }
 
 /* The CPUs a stand-in's task is bound to: its own, else the request's. */
@@ -382,7 +358,8 @@ static void reap(void)
 {
     struct signalfd_siginfo si;
     while (read(standin.sfd, &si, sizeof si) > 0)
-        ;
+        if (si.ssi_signo == SIGTERM)
+            standin.terminated = 1;
     int st;
     pid_t pid;
     while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
@@ -472,7 +449,11 @@ static int idle_left(long long *since)
     long long now = now_ms();
     if (*since < 0)
         *since = now;
-    long long left = (standin.starter_done ? IDLE_STARTER_DONE_MS : IDLE_MS) - (now - *since);
+    /* A job's zygote outlives its starter: only time without a stand-in
+     * ends it (or SIGTERM, or the job's end). */
+    long long limit = parked.idle_ms > 0 ? parked.idle_ms
+                      : standin.starter_done ? IDLE_STARTER_DONE_MS : IDLE_MS;
+    long long left = limit - (now - *since);
     return left > 0 ? (int)left : 0;
 }
 
@@ -495,6 +476,12 @@ struct task_start zygote_serve_standin(void)
     sigset_t chld;
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
+    /* A job's zygote evicted for another program's (SIGTERM, from root in
+     * a later step's slurmstepd): it takes no new stand-in, finishes the
+     * tasks it runs, and ends.  A step's zygote ignores SIGTERM sent to
+     * the step's process group. */
+    if (parked.idle_ms > 0 && !parked.forwarded)
+        sigaddset(&chld, SIGTERM);
     standin.sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
     if (zygote_send_ready(parked.sock, ZYGOTE_PARKED, parked.group) < 0)
         zygote_exit(0);     /* the starter is gone: no one to serve */
@@ -512,7 +499,7 @@ struct task_start zygote_serve_standin(void)
                       fcntl(parked.groups[g].fwd, F_GETFL) | O_NONBLOCK);
         standin.starter = getppid();
         standin.starter_pidfd = (int)syscall(SYS_pidfd_open, standin.starter, 0);
-        make_hello();
+        standin.hello = zygote_hello(&standin.hello_len);
     }
     int ng = parked.forwarded ? 0 : parked.ngroups;
     static struct pollfd pfd[MAX_CLIENTS + PSPAWN_FANOUT_MAX + 4];
@@ -523,8 +510,8 @@ struct task_start zygote_serve_standin(void)
         int wait_ms = -1;
         if (!parked.forwarded && !draining) {
             wait_ms = idle_left(&idle_since);
-            if (wait_ms == 0 || (standin.n == 0 && parked.expect_tasks > 0 &&
-                                 served >= parked.expect_tasks)) {
+            if (wait_ms == 0 || standin.terminated ||
+                (standin.n == 0 && parked.expect_tasks > 0 && served >= parked.expect_tasks)) {
                 drain();
                 draining = 1;
                 wait_ms = -1;

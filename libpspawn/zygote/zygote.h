@@ -88,6 +88,7 @@ struct parked {
     const char *listen_name;    /* stand-in mode */
     char token[PSPAWN_TOKEN_LEN];
     long expect_tasks;
+    long idle_ms;           /* PSPAWN_ENV_IDLE: a job's zygote; 0: a step's */
     main_fn real_main;
     char cwd[PATH_MAX];
     mode_t umask;
@@ -265,5 +266,10 @@ void zygote_python_task_signals(uint64_t sigign);
 
 /* standin.c: stand-in mode (exits when the node's tasks are served). */
 struct task_start zygote_serve_standin(void);
+
+/* serve.c: a stand-in zygote's hello (a standin_reply, then its exec-time
+ * environment, "K=V\0" each, PSPAWN_ZYGOTE_* left out: the token among
+ * them), malloc'd, its size in *LEN; NULL without memory. */
+char *zygote_hello(size_t *len);
 
 #endif

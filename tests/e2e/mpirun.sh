@@ -292,6 +292,49 @@ ok $? "persistent DVM: 3 jobs through prun, all 6 ranks forked ($f), one zygote 
 ax "if command -v pterm >/dev/null; then pterm --dvm-uri file:$E2E/dvm.uri; else pterm.openmpi --dvm-uri file:$E2E/dvm.uri; fi" >/dev/null 2>&1
 nothing_left "persistent DVM: after pterm no rank, zygote or prted is left"
 
+# odls_pspawn_reuse dvm: the jobs of one DVM share the node's zygote of a
+# program; a job whose loader variables differ has its ranks exec'd (the
+# rule for what the loader reads before main), the shared zygote staying;
+# an idle zygote stops after odls_pspawn_idle seconds while the DVM runs
+# on; nothing is left after pterm.  Each prun is given a minute, and one
+# that PRRTE's own DVM leaves hanging (above) is run again, said in a
+# diagnostic.
+ax "rm -f dvm2.uri; prte --host c1:4 --prtemca odls pspawn --prtemca odls_pspawn_reuse dvm --prtemca odls_pspawn_idle 4 --daemonize --report-uri $E2E/dvm2.uri >/dev/null 2>&1"
+for _ in $(seq 50); do ax "test -s dvm2.uri" && break; sleep 0.2; done
+# dvm_job [PRUN ARGS]: one job of 2 ranks of mpix hello; its output in $tmp/dvmjob.
+dvm_job() {
+    local try
+    for try in 1 2; do
+        ax "timeout 60 prun --dvm-uri file:$E2E/dvm2.uri -n 2 --bind-to none $* ./mpix hello" >"$tmp/dvmjob" 2>&1
+        [ $? != 124 ] && return
+        diag "a prun of the DVM hung (PRRTE's DVM, see above): run again"
+    done
+}
+zyg() { on c1 "pgrep -u alice -f '^$E2E/./mpix' | sort | tr '\n' ' '"; }
+f=0 zs=
+for _ in 1 2 3; do
+    dvm_job
+    f=$((f + $(grep -ac ' forked 1$' "$tmp/dvmjob")))
+    zs+="[$(zyg)]"
+    sleep 0.3
+done
+diag "zygotes after each job: $zs"
+[ "$f" = 6 ] && [ "$zs" = "$(echo "$zs" | cut -d] -f1)]$(echo "$zs" | cut -d] -f1)]$(echo "$zs" | cut -d] -f1)]" ] &&
+    [ "$(echo "$zs" | cut -d] -f1 | wc -w)" = 1 ]
+ok $? "odls_pspawn_reuse dvm: 3 jobs of the DVM, all 6 ranks forked ($f) by one zygote that stays between jobs ($zs)"
+dvm_job -x LD_LIBRARY_PATH=/nonexistent
+ldf=$(grep -ac ' forked 0$' "$tmp/dvmjob")
+after=$(zyg)
+[ "$ldf" = 2 ] && [ "[$after]" = "$(echo "$zs" | cut -d] -f1)]" ]
+ok $? "odls_pspawn_reuse dvm: a job whose LD_LIBRARY_PATH differs has its 2 ranks exec'd ($ldf), the shared zygote kept ($after)" ||
+    diag_file "$tmp/dvmjob" 6
+for _ in $(seq 20); do [ -z "$(zyg | tr -d ' ')" ] && break; sleep 0.5; done
+left=$(zyg)
+[ -z "$(echo "$left" | tr -d ' ')" ] && [ -n "$(on c1 "pgrep -u alice -x prted")" ]
+ok $? "odls_pspawn_reuse dvm, odls_pspawn_idle 4: the idle zygote stops while the DVM runs on (left: '$left')"
+ax "if command -v pterm >/dev/null; then pterm --dvm-uri file:$E2E/dvm2.uri; else pterm.openmpi --dvm-uri file:$E2E/dvm2.uri; fi" >/dev/null 2>&1
+nothing_left "odls_pspawn_reuse dvm: after pterm no rank, zygote or prted is left"
+
 # Ranks that exit at once: prted reaps with waitpid(-1) on its progress
 # thread and finds each rank by child->pid, which our fork function sets
 # on a launch thread.  A rank reaped before its pid was stored was an

@@ -1,0 +1,256 @@
+/*
+ * reuse=job: start a job's zygote (see pspawn_jobzygote.c).  Runs in the
+ * job zygote manager, a single-threaded child of slurmstepd that is root
+ * again.  The starter it forks joins the cgroups of the job's extern step,
+ * leaves slurmstepd's session, drops to the user's groups and ids, binds
+ * the zygote's lock name as the user (the stand-ins of the step wait on
+ * it from their first instant), and execs `pspawn-shim --job-zygote`,
+ * which starts the zygote and exits once it parked.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "pspawn_jobzygote.h"
+#include "unixsock.h"
+
+#define START_MS 5000       /* the starter's word that it holds the lock */
+
+static char *read_all(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    size_t cap = 8192, len = 0;
+    char *buf = malloc(cap);
+    ssize_t n;
+    while (buf && (n = read(fd, buf + len, cap - len - 1)) > 0) {
+        len += (size_t)n;
+        if (cap - len < 2) {
+            char *more = realloc(buf, cap *= 2);
+            if (!more)
+                free(buf);
+            buf = more;
+        }
+    }
+    close(fd);
+    if (buf)
+        buf[len] = 0;
+    return buf;
+}
+
+/* A process of the job's extern step other than its slurmstepd (the
+ * extern step's own task, or a zygote of the job): the cgroups the
+ * starter joins.  -1 if there is none (no PrologFlags=Contain). */
+static pid_t extern_process(uint32_t jobid)
+{
+    char want[48];
+    snprintf(want, sizeof want, "/job_%u/step_extern", jobid);
+    size_t wlen = strlen(want);
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    pid_t found = -1;
+    while (d && found < 0 && (e = readdir(d))) {
+        if (!isdigit((unsigned char)e->d_name[0]))
+            continue;
+        char path[300];
+        snprintf(path, sizeof path, "/proc/%s/cgroup", e->d_name);
+        char *cg = read_all(path), *at = cg ? strstr(cg, want) : NULL;
+        int in = at && (at[wlen] == '/' || at[wlen] == '\n' || at[wlen] == '\0');
+        free(cg);
+        if (!in)
+            continue;
+        snprintf(path, sizeof path, "/proc/%s/comm", e->d_name);
+        char *comm = read_all(path);
+        if (comm && strncmp(comm, "slurmstepd", 10) != 0)
+            found = atoi(e->d_name);
+        free(comm);
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
+/* The starter's environment: the step's, without any PSPAWN_SHIM_*, and
+ * ours.  LOCK_VAR is filled in by the starter once it has the lock's fd. */
+static char **starter_env(const struct pspawn_job_step *s, const char *key, const char *token,
+                          char *lock_var)
+{
+    size_t n = 0;
+    while (s->env[n])
+        n++;
+    char **env = calloc(n + 8, sizeof *env);
+    if (!env)
+        return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(s->env[i], "PSPAWN_SHIM_", 12) != 0)
+            env[k++] = s->env[i];
+    char *mine[6] = { NULL };
+    if (asprintf(&mine[0], "PSPAWN_SHIM_KEY=%s", key) < 0 ||
+        asprintf(&mine[1], "PSPAWN_SHIM_TOKEN=%s", token) < 0 ||
+        asprintf(&mine[2], "PSPAWN_SHIM_OPTIONS=%s", s->options) < 0 ||
+        asprintf(&mine[3], "PSPAWN_SHIM_IDLE_MS=%ld", (long)s->idle_s * 1000) < 0 ||
+        asprintf(&mine[4], "PSPAWN_SHIM_DEBUG=%d", s->debug) < 0) {
+        free(env);
+        return NULL;
+    }
+    for (int i = 0; i < 5; i++)
+        env[k++] = mine[i];
+    env[k++] = lock_var;
+    env[k] = NULL;
+    return env;
+}
+
+/* What the starter tells the manager: 0 (it holds the lock and execs), or
+ * the step that failed and its errno. */
+struct start_word {
+    int step;
+    int err;
+};
+enum { STARTED, NO_CGROUP, NO_CREDS, NO_LOCK };
+
+static void __attribute__((noreturn)) fail(int fd, int step)
+{
+    struct start_word w = { step, errno };
+    if (write(fd, &w, sizeof w) < 0) {
+        /* the manager gave up */
+    }
+    _exit(1);
+}
+
+/* In the starter: every fd but 0-2 and KEEP closed at the exec. */
+static void cloexec_all_but(int keep)
+{
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        int fd = atoi(e->d_name);
+        if (e->d_name[0] != '.' && fd > 2 && fd != keep && fd != dirfd(d))
+            fcntl(fd, F_SETFD, FD_CLOEXEC);
+    }
+    if (d)
+        closedir(d);
+}
+
+static void __attribute__((noreturn)) starter(const struct pspawn_job_step *s, char paths[][PATH_MAX],
+                                              int npaths, const char *lock, char **argv,
+                                              char **env, char *lock_var, int word)
+{
+    setsid();   /* out of slurmstepd's session: a step's end must not reach it */
+    char pid[24];
+    int len = snprintf(pid, sizeof pid, "%d\n", (int)getpid());
+    for (int i = 0; i < npaths; i++) {
+        int fd = open(paths[i], O_WRONLY | O_CLOEXEC);
+        if (fd < 0 || write(fd, pid, (size_t)len) != len)
+            fail(word, NO_CGROUP);
+        close(fd);
+    }
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sig != SIGKILL && sig != SIGSTOP)
+            signal(sig, SIG_DFL);
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    for (int fd = 0; null >= 0 && fd < 3; fd++)
+        dup2(null, fd);
+    if (setgroups((size_t)s->ngids, s->gids) < 0 || setresgid(s->gid, s->gid, s->gid) < 0 ||
+        setresuid(s->uid, s->uid, s->uid) < 0 || getuid() != s->uid || geteuid() != s->uid)
+        fail(word, NO_CREDS);
+    if (chdir("/") < 0) {
+        /* the zygote's cwd is not its tasks' (each request has its own) */
+    }
+    int lfd = pspawn_listen_abstract(lock, SOMAXCONN);
+    if (lfd < 0)
+        fail(word, NO_LOCK);
+    cloexec_all_but(lfd);
+    fcntl(lfd, F_SETFD, 0);
+    snprintf(lock_var, 40, "PSPAWN_SHIM_LOCK_FD=%d", lfd);
+    struct start_word ok = { STARTED, 0 };
+    if (write(word, &ok, sizeof ok) < 0) {
+        /* the manager gave up: the lock goes at our exit */
+        _exit(1);
+    }
+    execve(s->shim, argv, env);
+    _exit(127);     /* the lock goes with us: the stand-ins exec their tasks */
+}
+
+int pspawn_job_start(const struct pspawn_job_step *s, const char *key, const char *token,
+                     char *why, size_t wlen)
+{
+    pid_t tmpl = extern_process(s->jobid);
+    if (tmpl < 0) {
+        snprintf(why, wlen, "no process in the job's extern step (PrologFlags=Contain?)");
+        return -1;
+    }
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/cgroup", (int)tmpl);
+    char *to = read_all(path), *from = read_all("/proc/self/cgroup");
+    char *mounts = read_all("/proc/self/mountinfo");
+    static char paths[PSPAWN_CG_MAX][PATH_MAX];
+    int n = to && from && mounts ? pspawn_cg_moves(to, from, mounts, paths) : -1;
+    free(to);
+    free(from);
+    free(mounts);
+    if (n <= 0) {
+        snprintf(why, wlen, "the job's extern step: %s", n < 0 ? "its cgroups cannot be read"
+                                                               : "no cgroup of its own");
+        return -1;
+    }
+    static char lock_var[40] = "PSPAWN_SHIM_LOCK_FD=";
+    char lock[180];
+    snprintf(lock, sizeof lock, "pspawn-%s.lock", key);
+    char **env = starter_env(s, key, token, lock_var);
+    char **argv = calloc((size_t)s->argc + 3, sizeof *argv);
+    if (!env || !argv) {
+        snprintf(why, wlen, "no memory");
+        return -1;
+    }
+    argv[0] = (char *)s->shim;
+    argv[1] = "--job-zygote";
+    for (int i = 0; i < s->argc; i++)
+        argv[i + 2] = s->argv[i];
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0) {
+        snprintf(why, wlen, "pipe: %s", strerror(errno));
+        return -1;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(p[0]);
+        starter(s, paths, n, lock, argv, env, lock_var, p[1]);
+    }
+    close(p[1]);
+    struct start_word w = { -1, 0 };
+    struct pollfd pf = { p[0], POLLIN, 0 };
+    ssize_t got = pid > 0 && poll(&pf, 1, START_MS) == 1 ? read(p[0], &w, sizeof w) : -1;
+    close(p[0]);
+    if (pid > 0 && got != (ssize_t)sizeof w)
+        kill(pid, SIGKILL);
+    if (got == (ssize_t)sizeof w && w.step == STARTED)
+        return 0;
+    static const char *const steps[] = { "", "joining the extern step's cgroups",
+                                         "dropping to the user's credentials",
+                                         "binding the zygote's lock name" };
+    if (pid < 0)
+        snprintf(why, wlen, "fork: %s", strerror(errno));
+    else if (got != (ssize_t)sizeof w || w.step < 1 || w.step > 3)
+        snprintf(why, wlen, "the starter said nothing within %d ms", START_MS);
+    else
+        snprintf(why, wlen, "the starter failed %s: %s", steps[w.step], strerror(w.err));
+    return -1;
+}

@@ -1,0 +1,431 @@
+/*
+ * reuse=job: the zygotes that serve every step of a job on a node
+ * (slurmstepd's side, as root; the epilog's clean-up).
+ *
+ * Where they live: in the job's extern step (PrologFlags=Contain), which
+ * root set up and which lasts as long as the job.  A zygote started in a
+ * step's cgroups would be killed at the step's end, and its memory stay
+ * charged to the step; in the extern step it and its memory are charged
+ * to the job, and proctrack kills it with the extern step when the job
+ * ends (the job epilog removes what is left).  Each task, forked there
+ * and held, is moved by its step's mover into its own task cgroups before
+ * its first instruction, as for a step's zygote.
+ *
+ * When it starts: in the step's user_init, as soon as the program is
+ * known, so that its exec overlaps the rest of Slurm's step setup (the
+ * tasks' fork, TaskProlog, the shims' exec).  The stand-ins never start
+ * a job's zygote: where it is not there (it failed, ended, or was
+ * evicted), they exec their tasks.
+ *
+ * Which steps share one: those of the same user and job on the node whose
+ * program (path, device, inode, mtime), loader variables, libpspawn options
+ * (and for a Python interpreter, its script and start-up variables) are
+ * the same.  The names embed the job's secret nonce, kept with the job's
+ * token in /run/pspawn/job_ID (root's, 0700): no other user or job can
+ * guess them.  At most K zygotes per job and node: a new program's evicts
+ * the one used least recently, which finishes its running tasks first.
+ *
+ * slurmstepd runs user_init with the user's effective ids and several
+ * threads, so the work is done in a forked child that takes root back
+ * for itself and answers through a pipe; the zygote's starter is forked
+ * from that child, dropped to the user's credentials, and exec's
+ * `pspawn-shim --job-zygote`.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "loaderenv.h"
+#include "pspawn_jobzygote.h"
+#include "unixsock.h"
+
+#define STATE_DIR "/run/pspawn"
+#define ANSWER_MS 10000     /* the manager's answer to user_init */
+
+/* A manager's answer: "ok KEY TOKEN" or "no WHY". */
+struct answer {
+    char text[512];
+};
+
+static void reply(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void reply(int fd, const char *fmt, ...)
+{
+    struct answer a;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(a.text, sizeof a.text, fmt, ap);
+    va_end(ap);
+    if (write(fd, a.text, strlen(a.text)) < 0) {
+        /* user_init gave up on us: nothing to tell */
+    }
+}
+
+static void hex(char *out, const unsigned char *raw, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        snprintf(out + 2 * i, 3, "%02x", raw[i]);
+}
+
+/* 64-bit FNV-1a, fed piece by piece. */
+static void fnv(uint64_t *h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) {
+        *h ^= b[i];
+        *h *= 0x100000001b3ull;
+    }
+}
+
+static int by_string(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The value of NAME in ENV, or NULL. */
+static const char *env_get(char *const env[], const char *name)
+{
+    size_t n = strlen(name);
+    for (size_t i = 0; env && env[i]; i++)
+        if (strncmp(env[i], name, n) == 0 && env[i][n] == '=')
+            return env[i] + n + 1;
+    return NULL;
+}
+
+/* ARGV0 as slurmstepd will find it: absolute, or the first file of that
+ * name in the step's PATH.  A relative path with a slash depends on the
+ * step's working directory, which root does not know here. */
+static int resolve(const char *argv0, char *const env[], char *path, size_t len, char *why,
+                   size_t wlen)
+{
+    if (argv0[0] == '/') {
+        snprintf(path, len, "%s", argv0);
+        return 0;
+    }
+    if (strchr(argv0, '/')) {
+        snprintf(why, wlen, "the program %s is relative to the working directory", argv0);
+        return -1;
+    }
+    const char *p = env_get(env, "PATH");
+    for (; p && *p;) {
+        const char *colon = strchrnul(p, ':');
+        struct stat st;
+        if (p[0] == '/' && snprintf(path, len, "%.*s/%s", (int)(colon - p), p, argv0) < (int)len &&
+            stat(path, &st) == 0 && !S_ISDIR(st.st_mode))
+            return 0;
+        p = *colon ? colon + 1 : colon;
+    }
+    snprintf(why, wlen, "%s is not in the step's PATH", argv0);
+    return -1;
+}
+
+/* The identity of the step's program and what a zygote of it keeps from
+ * its exec, as a hash: steps with the same one share a zygote. */
+static int identity(const struct pspawn_job_step *s, const char *path, uint64_t *h, char *why,
+                    size_t wlen)
+{
+    struct stat st;
+    if (stat(path, &st) < 0) {
+        snprintf(why, wlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    *h = 0xcbf29ce484222325ull;
+    fnv(h, &s->uid, sizeof s->uid);
+    fnv(h, path, strlen(path) + 1);
+    fnv(h, &st.st_dev, sizeof st.st_dev);
+    fnv(h, &st.st_ino, sizeof st.st_ino);
+    fnv(h, &st.st_mtim, sizeof st.st_mtim);
+    fnv(h, s->options, strlen(s->options) + 1);
+    const char *base = strrchr(path, '/') + 1;
+    int python = strncmp(base, "python", 6) == 0;
+    if (python && s->argc > 1)
+        fnv(h, s->argv[1], strlen(s->argv[1]) + 1);     /* the script it warms */
+    size_t n = 0;
+    for (size_t i = 0; s->env[i]; i++)
+        n++;
+    char **picked = calloc(n + 1, sizeof *picked);
+    if (!picked) {
+        snprintf(why, wlen, "no memory");
+        return -1;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (pspawn_loader_var(s->env[i]) ||
+            (python && (strncmp(s->env[i], "PYTHON", 6) == 0 ||
+                        strncmp(s->env[i], "PSPAWN_PRELOAD_MODULES=", 23) == 0)))
+            picked[k++] = s->env[i];
+    qsort(picked, k, sizeof *picked, by_string);
+    for (size_t i = 0; i < k; i++)
+        fnv(h, picked[i], strlen(picked[i]) + 1);
+    free(picked);
+    return 0;
+}
+
+/* The job's directory, root's and 0700, made if need be; its fd, locked
+ * (within 5 s), or -1. */
+static int lock_job_dir(uint32_t jobid, char *dir, size_t len)
+{
+    struct stat st;
+    if (mkdir(STATE_DIR, 0711) < 0 && errno != EEXIST)
+        return -1;
+    if (lstat(STATE_DIR, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0)
+        return -1;
+    snprintf(dir, len, STATE_DIR "/job_%u", jobid);
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+        return -1;
+    if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 077))
+        return -1;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    for (int waited = 0; fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0; waited += 10) {
+        if (errno != EWOULDBLOCK || waited >= 5000) {
+            close(fd);
+            return -1;
+        }
+        struct timespec ts = { 0, 10 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+    return fd;
+}
+
+/* The job's nonce and token (made by its first step here). */
+static int job_secret(int dirfd, char *nonce, char *token)
+{
+    char buf[128];
+    int fd = openat(dirfd, "secret", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd >= 0) {
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        buf[n > 0 ? n : 0] = 0;
+        return sscanf(buf, "%16s %32s", nonce, token) == 2 && strlen(nonce) == 16 &&
+               strlen(token) == 32 ? 0 : -1;
+    }
+    unsigned char raw[24];
+    if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
+        return -1;
+    hex(nonce, raw, 8);
+    hex(token, raw + 8, 16);
+    fd = openat(dirfd, "secret", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -1;
+    int len = snprintf(buf, sizeof buf, "%s %s\n", nonce, token);
+    int ok = write(fd, buf, (size_t)len) == len;
+    close(fd);
+    return ok ? 0 : -1;
+}
+
+/* Whether the zygote named pspawn-KEY (or its start, KEY's lock) is there,
+ * as UID's. */
+static int zygote_alive(const char *key, uid_t uid)
+{
+    char name[160];
+    uid_t owner;
+    snprintf(name, sizeof name, "pspawn-%s", key);
+    if (pspawn_abstract_owner(name, &owner) == 0 && owner == uid)
+        return 1;
+    snprintf(name, sizeof name, "pspawn-%s.lock", key);
+    return pspawn_abstract_owner(name, &owner) == 0 && owner == uid;
+}
+
+/* The pid of UID's process listening as pspawn-KEY, or -1. */
+static pid_t zygote_pid(const char *key, uid_t uid)
+{
+    char name[160];
+    snprintf(name, sizeof name, "pspawn-%s", key);
+    int fd = pspawn_connect_abstract(name, uid);
+    struct ucred peer;
+    pid_t pid = fd >= 0 && pspawn_peer_cred(fd, &peer) == 0 && peer.uid == uid ? peer.pid : -1;
+    if (fd >= 0)
+        close(fd);
+    return pid;
+}
+
+/* Read the key an entry holds. */
+static int entry_key(int dirfd, const char *entry, char *key, size_t len)
+{
+    int fd = openat(dirfd, entry, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, key, len - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    key[n] = 0;
+    key[strcspn(key, "\n")] = 0;
+    return 0;
+}
+
+/* Drop the entries of zygotes that are gone; while K or more are left,
+ * tell the one used least recently to finish its tasks and end. */
+static void make_room(int dirfd, uid_t uid, int max)
+{
+    for (;;) {
+        DIR *d = fdopendir(dup(dirfd));
+        if (!d)
+            return;
+        rewinddir(d);
+        struct dirent *e;
+        char oldest[sizeof e->d_name] = "";
+        struct timespec t_old = { 0, 0 };
+        int alive = 0;
+        while ((e = readdir(d))) {
+            char key[160];
+            struct stat st;
+            if (strncmp(e->d_name, "z.", 2) != 0 || entry_key(dirfd, e->d_name, key, sizeof key) < 0 ||
+                fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                continue;
+            if (!zygote_alive(key, uid)) {
+                unlinkat(dirfd, e->d_name, 0);
+                continue;
+            }
+            alive++;
+            if (!oldest[0] || st.st_mtim.tv_sec < t_old.tv_sec ||
+                (st.st_mtim.tv_sec == t_old.tv_sec && st.st_mtim.tv_nsec < t_old.tv_nsec)) {
+                snprintf(oldest, sizeof oldest, "%s", e->d_name);
+                t_old = st.st_mtim;
+            }
+        }
+        closedir(d);
+        if (alive < max || !oldest[0])
+            return;
+        char key[160];
+        if (entry_key(dirfd, oldest, key, sizeof key) == 0) {
+            pid_t pid = zygote_pid(key, uid);
+            if (pid > 1)
+                kill(pid, SIGTERM);     /* it drains: no new stand-in, then ends */
+        }
+        unlinkat(dirfd, oldest, 0);
+    }
+}
+
+
+/* The manager, in a child of slurmstepd: find or start the step's job
+ * zygote; answer on FD. */
+static void __attribute__((noreturn)) manage(const struct pspawn_job_step *s, int fd)
+{
+    /* Root again, for this process alone (its real and saved ids are). */
+    if (syscall(SYS_setresuid, -1, 0, -1) < 0 || syscall(SYS_setresgid, -1, 0, -1) < 0 ||
+        setgroups(0, NULL) < 0) {
+        reply(fd, "no cannot take root back: %s", strerror(errno));
+        _exit(1);
+    }
+    char path[PATH_MAX], why[300], dir[64], nonce[17], token[33], key[160], entry[24];
+    uint64_t h;
+    if (resolve(s->argv[0], s->env, path, sizeof path, why, sizeof why) < 0 ||
+        identity(s, path, &h, why, sizeof why) < 0) {
+        reply(fd, "no %s", why);
+        _exit(1);
+    }
+    int dirfd = lock_job_dir(s->jobid, dir, sizeof dir);
+    if (dirfd < 0 || job_secret(dirfd, nonce, token) < 0) {
+        reply(fd, "no %s: %s", dir, dirfd < 0 ? "cannot make or lock it" : "no secret");
+        _exit(1);
+    }
+    snprintf(key, sizeof key, "job.%u.%u.%s.%016llx", (unsigned)s->uid, s->jobid, nonce,
+             (unsigned long long)h);
+    snprintf(entry, sizeof entry, "z.%016llx", (unsigned long long)h);
+    if (zygote_alive(key, s->uid)) {
+        utimensat(dirfd, entry, NULL, AT_SYMLINK_NOFOLLOW);    /* used now */
+        reply(fd, "ok %s %s reused", key, token);
+        _exit(0);
+    }
+    unlinkat(dirfd, entry, 0);
+    make_room(dirfd, s->uid, s->max_zygotes);
+    if (pspawn_job_start(s, key, token, why, sizeof why) < 0) {
+        reply(fd, "no %s", why);
+        _exit(1);
+    }
+    int efd = openat(dirfd, entry, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (efd >= 0) {
+        dprintf(efd, "%s\n", key);
+        close(efd);
+    }
+    reply(fd, "ok %s %s started", key, token);
+    _exit(0);
+}
+
+int pspawn_job_zygote(const struct pspawn_job_step *s, char *key, size_t keylen, char *token,
+                      size_t toklen, char *what, size_t wlen)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0) {
+        snprintf(what, wlen, "pipe: %s", strerror(errno));
+        return -1;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(what, wlen, "fork: %s", strerror(errno));
+        close(p[0]);
+        close(p[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        close(p[0]);
+        manage(s, p[1]);
+    }
+    close(p[1]);
+    struct answer a = { "" };
+    struct pollfd pf = { p[0], POLLIN, 0 };
+    ssize_t n = -1;
+    if (poll(&pf, 1, ANSWER_MS) == 1)
+        n = read(p[0], a.text, sizeof a.text - 1);
+    close(p[0]);
+    if (n <= 0)
+        kill(pid, SIGKILL);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    a.text[n > 0 ? n : 0] = 0;
+    char k[160], t[64], how[16];
+    if (n > 3 && strncmp(a.text, "ok ", 3) == 0 &&
+        sscanf(a.text + 3, "%159s %63s %15s", k, t, how) == 3 && strlen(k) < keylen &&
+        strlen(t) < toklen) {
+        snprintf(key, keylen, "%s", k);
+        snprintf(token, toklen, "%s", t);
+        snprintf(what, wlen, "%s", how);
+        return 0;
+    }
+    snprintf(what, wlen, "%s", n <= 0 ? "no answer from the job's zygote manager"
+                                      : strncmp(a.text, "no ", 3) == 0 ? a.text + 3 : a.text);
+    return -1;
+}
+
+void pspawn_job_end(uint32_t jobid)
+{
+    char dir[64];
+    snprintf(dir, sizeof dir, STATE_DIR "/job_%u", jobid);
+    int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (dirfd < 0)
+        return;
+    DIR *d = fdopendir(dirfd);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char key[160];
+        unsigned uid;
+        if (e->d_name[0] == '.')
+            continue;
+        if (strncmp(e->d_name, "z.", 2) == 0 && entry_key(dirfd, e->d_name, key, sizeof key) == 0 &&
+            sscanf(key, "job.%u.", &uid) == 1) {
+            pid_t pid = zygote_pid(key, (uid_t)uid);
+            if (pid > 1)
+                kill(pid, SIGKILL);     /* the job is over: nothing to finish */
+        }
+        unlinkat(dirfd, e->d_name, 0);
+    }
+    if (d)
+        closedir(d);
+    rmdir(dir);
+}

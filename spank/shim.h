@@ -1,0 +1,29 @@
+/*
+ * What the parts of pspawn-shim share: pspawn-shim.c (the stand-in),
+ * shim-mover.c (its request to the step's mover) and shim-job.c (the
+ * starter of a job's zygote, srun --pspawn=reuse=job: pspawn-shim
+ * --job-zygote, exec'd by the plugin from slurmstepd in the job's extern
+ * step with the job's user's credentials; it runs no task).
+ */
+#ifndef PSPAWN_SHIM_H
+#define PSPAWN_SHIM_H
+
+#include <sys/types.h>
+
+struct pspawn_standin_client;
+
+/* With PSPAWN_SHIM_DEBUG=1: the line FMT on stderr, with our pid and the
+ * wall clock to the ms. */
+void shim_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Ask the step's mover (slurmstepd, root) to put TASK into our own
+ * cgroups, within WAIT_MS.  Returns 0 or an errno; the task runs either
+ * way. */
+int shim_move_task(const char *mover, pid_t task, const char *token, int wait_ms);
+
+/* Start the job's zygote that C names, holding the lock name whose fd
+ * LOCK_FD (text) says, with the idle limit IDLE_MS (text, ms); returns
+ * the exit code: 0 once it parked, 1 if it could not. */
+int shim_start_job(struct pspawn_standin_client *c, const char *lock_fd, const char *idle_ms);
+
+#endif
