@@ -5,7 +5,8 @@
 # each task is in its own step's cgroups and accounting; another program,
 # other loader variables, another job or another user get another zygote;
 # a zygote killed between or during steps loses no task; eviction (zygotes=),
-# the idle limit (idle=), and nothing left after the job's end or scancel.
+# the idle limit (idle=), a TaskProlog's loader variable (exec), and nothing
+# left after the job's end or scancel.
 . "$(dirname "$0")/lib.sh"
 
 R="--pspawn=on,reuse=job,fanout=none"
@@ -147,7 +148,20 @@ EOF
 ok $? "another user's job: its tasks come from a zygote of its own, in its own extern step" ||
     diag_file "$tmp/bob"
 
-# 10: scancel of a job whose step runs: nothing left.
+# 10: a TaskProlog that exports a loader variable (docker/etc/taskprolog.sh,
+# asked for by a file in alice's home): it runs after the job's zygote
+# started, which never saw the variable, so the tasks are exec'd (their
+# parent is slurmstepd, root's), with the variable, and the step succeeds.
+ax "touch ~/.pspawn-taskprolog-ld"
+job tprolog "-N1 -n2" <<EOF
+srun $R bash -c 'echo tp \$(stat -c %u /proc/\$PPID) \$LD_PSPAWN_TASKPROLOG'; echo rc=\$?
+EOF
+ax "rm -f ~/.pspawn-taskprolog-ld"
+[ "$(grep -c '^tp 0 1$' "$tmp/tprolog")" = 2 ] && grep -q '^rc=0$' "$tmp/tprolog"
+ok $? "a TaskProlog that exports LD_*: the job's zygote cannot serve the tasks, which are exec'd with it" ||
+    diag_file "$tmp/tprolog"
+
+# 11: scancel of a job whose step runs: nothing left.
 ax "sbatch -N2 -n2 --ntasks-per-node=1 --wrap 'srun $R sleep 600'" >"$tmp/sbatch" 2>&1
 sjid=$(grep -o '[0-9]*$' "$tmp/sbatch")
 for i in $(seq 30); do
