@@ -2,7 +2,8 @@
  * reuse=job: start a job's zygote (see pspawn_jobzygote.c).  Runs in the
  * job zygote manager, a single-threaded child of slurmstepd that is root
  * again.  The starter it forks joins the cgroups of the job's extern step,
- * leaves slurmstepd's session, drops to the user's groups and ids, binds
+ * leaves slurmstepd's session, takes the step's resource limits, drops to
+ * the user's groups and ids, binds
  * the zygote's lock name as the user (the stand-ins of the step wait on
  * it from their first instant), and execs `pspawn-shim --job-zygote`,
  * which starts the zygote and exits once it parked.
@@ -115,6 +116,42 @@ static char **starter_env(const struct pspawn_job_step *s, const char *key, cons
     return env;
 }
 
+/* The step's resource limits, as slurmstepd gives them to each task: srun
+ * propagates the user's soft limits in SLURM_RLIMIT_NAME=VALUE ("U" in
+ * front: not to be propagated, PropagateResourceLimitsExcept).  The
+ * zygote's constructors run under them as a task's would; each task then
+ * gets its own from its request. */
+static void step_rlimits(char *const env[])
+{
+    static const struct {
+        const char *name;
+        int resource;
+    } limits[] = {
+        { "CPU", RLIMIT_CPU }, { "FSIZE", RLIMIT_FSIZE }, { "DATA", RLIMIT_DATA },
+        { "STACK", RLIMIT_STACK }, { "CORE", RLIMIT_CORE }, { "RSS", RLIMIT_RSS },
+        { "NPROC", RLIMIT_NPROC }, { "NOFILE", RLIMIT_NOFILE },
+        { "MEMLOCK", RLIMIT_MEMLOCK }, { "AS", RLIMIT_AS },
+    };
+    for (size_t i = 0; env[i]; i++) {
+        if (strncmp(env[i], "SLURM_RLIMIT_", 13) != 0)
+            continue;
+        const char *name = env[i] + 13, *eq = strchr(name, '=');
+        if (!eq || eq[1] == 'U')
+            continue;
+        char *end;
+        unsigned long long v = strtoull(eq + 1, &end, 10);
+        for (size_t k = 0; k < sizeof limits / sizeof limits[0]; k++) {
+            struct rlimit rl;
+            if (strlen(limits[k].name) != (size_t)(eq - name) ||
+                strncmp(name, limits[k].name, (size_t)(eq - name)) != 0 || *end ||
+                getrlimit(limits[k].resource, &rl) < 0)
+                continue;
+            rl.rlim_cur = v < rl.rlim_max ? (rlim_t)v : rl.rlim_max;
+            setrlimit(limits[k].resource, &rl);
+        }
+    }
+}
+
 /* What the starter tells the manager: 0 (it holds the lock and execs), or
  * the step that failed and its errno. */
 struct start_word {
@@ -168,6 +205,7 @@ static void __attribute__((noreturn)) starter(const struct pspawn_job_step *s, c
     int null = open("/dev/null", O_RDWR | O_CLOEXEC);
     for (int fd = 0; null >= 0 && fd < 3; fd++)
         dup2(null, fd);
+    step_rlimits(s->env);
     if (setgroups((size_t)s->ngids, s->gids) < 0 || setresgid(s->gid, s->gid, s->gid) < 0 ||
         setresuid(s->uid, s->uid, s->uid) < 0 || getuid() != s->uid || geteuid() != s->uid)
         fail(word, NO_CREDS);

@@ -1,13 +1,13 @@
 /*
  * reuse=job: the zygotes that serve every step of a job on a node
- * (slurmstepd's side, as root; the epilog's clean-up).
+ * (slurmstepd's side, as root; the clean-up at the job's end).
  *
  * Where they live: in the job's extern step (PrologFlags=Contain), which
  * root set up and which lasts as long as the job.  A zygote started in a
  * step's cgroups would be killed at the step's end, and its memory stay
  * charged to the step; in the extern step it and its memory are charged
  * to the job, and proctrack kills it with the extern step when the job
- * ends (the job epilog removes what is left).  Each task, forked there
+ * ends (the extern step's slurm_spank_exit removes what is left).  Each task, forked there
  * and held, is moved by its step's mover into its own task cgroups before
  * its first instruction, as for a step's zygote.
  *

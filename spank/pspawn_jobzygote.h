@@ -1,6 +1,6 @@
 /*
  * reuse=job: a job's zygotes on a node (pspawn_jobzygote.c: which one a
- * step uses, eviction, the epilog's clean-up; pspawn_jobstart.c: starting
+ * step uses, eviction, the clean-up at the job's end; pspawn_jobstart.c: starting
  * one in the job's extern step with the user's credentials).
  */
 #ifndef PSPAWN_JOBZYGOTE_H
@@ -44,8 +44,8 @@ int pspawn_job_zygote(const struct pspawn_job_step *s, char *key, size_t keylen,
 int pspawn_job_start(const struct pspawn_job_step *s, const char *key, const char *token,
                      char *why, size_t wlen);
 
-/* The job's epilog on this node, as root: kill what is left of its
- * zygotes and remove its state. */
+/* The job's end on this node (its extern step's slurm_spank_exit, as
+ * root): kill what is left of its zygotes and remove its state. */
 void pspawn_job_end(uint32_t jobid);
 
 #endif

@@ -16,6 +16,8 @@
 
 #include "pspawn_jobzygote.h"
 #include "pspawn_spank.h"
+/* After spank.h, for SLURM_EXTERN_CONT. */
+#include <slurm/slurm.h>
 
 SPANK_PLUGIN(pspawn, 1);
 
@@ -82,26 +84,22 @@ int slurm_spank_task_init(spank_t sp, int ac, char *av[])
     return pspawn_stepd_task_init(sp);
 }
 
+/* slurm_spank_exit: in a step's slurmstepd, its mover stops.  In the
+ * job's extern step's, at the job's end on the node (root): its zygotes
+ * (reuse=job) died with that step's processes; kill any that did not,
+ * and remove the job's state.  (Not a job epilog: one of those makes
+ * slurmd run a process at every job's end, which delays the next job.) */
 int slurm_spank_exit(spank_t sp, int ac, char *av[])
 {
-    (void)sp;
     (void)ac;
     (void)av;
-    if (spank_context() == S_CTX_REMOTE)
-        pspawn_stepd_exit();
-    return 0;
-}
-
-/* The job's end on each node (root, in the epilog's context): its zygotes
- * (reuse=job) died with its extern step; kill any that did not, and
- * remove its state.  Nothing to do for a job that had none. */
-int slurm_spank_job_epilog(spank_t sp, int ac, char *av[])
-{
-    (void)ac;
-    (void)av;
-    uint32_t jobid;
-    if (spank_context() == S_CTX_JOB_SCRIPT && getuid() == 0 &&
-        spank_get_item(sp, S_JOB_ID, &jobid) == ESPANK_SUCCESS)
+    uint32_t jobid, stepid;
+    if (spank_context() != S_CTX_REMOTE)
+        return 0;
+    pspawn_stepd_exit();
+    if (getuid() == 0 && spank_get_item(sp, S_JOB_ID, &jobid) == ESPANK_SUCCESS &&
+        spank_get_item(sp, S_JOB_STEPID, &stepid) == ESPANK_SUCCESS &&
+        stepid == SLURM_EXTERN_CONT)
         pspawn_job_end(jobid);
     return 0;
 }

@@ -85,17 +85,22 @@ ax "python3 $dir/faults.py check --dir $dir" >"$tmp/check" 2>&1
 fig() { awk -v k="$1" '$1 == k { print $2 }' "$tmp/check"; }
 
 # Cgroups: any job_N directory, on any node, of a job of the soak (all
-# ended now) is left over.
-cg=0
-: >"$tmp/cgroups"
+# ended now) is left over, once slurmd has had 30 s to remove it (a job's
+# extern step, PrologFlags=Contain, is torn down after its last step).
 ax "cat $dir/jobs.txt" >"$tmp/jobs" 2>/dev/null
-for n in $nodes; do
-    # cgroup v1: CONTROLLER/slurm_NODE/uid_U/job_N; v2: .../slurmstepd.scope/job_N
-    on "$n" "find /sys/fs/cgroup -maxdepth 5 -type d -name 'job_*' 2>/dev/null" >"$tmp/cg.$n"
-    while read -r d; do
-        j=${d##*/job_}
-        grep -qx "$j" "$tmp/jobs" && { echo "$n: $d" >>"$tmp/cgroups"; cg=$((cg + 1)); }
-    done <"$tmp/cg.$n"
+for _ in $(seq 30); do
+    cg=0
+    : >"$tmp/cgroups"
+    for n in $nodes; do
+        # cgroup v1: CONTROLLER/slurm_NODE/uid_U/job_N; v2: .../slurmstepd.scope/job_N
+        on "$n" "find /sys/fs/cgroup -maxdepth 5 -type d -name 'job_*' 2>/dev/null" >"$tmp/cg.$n"
+        while read -r d; do
+            j=${d##*/job_}
+            grep -qx "$j" "$tmp/jobs" && { echo "$n: $d" >>"$tmp/cgroups"; cg=$((cg + 1)); }
+        done <"$tmp/cg.$n"
+    done
+    [ "$cg" = 0 ] && break
+    sleep 1
 done
 
 # Leave the cluster clean for whatever runs next: what the soak left, by pid.

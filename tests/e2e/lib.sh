@@ -43,6 +43,17 @@ bx() { docker exec -i -u bob -w /home/bob "$CTL" bash -c "$1"; }
 # on NODE CMD: run CMD as root on a compute node.
 on() { docker exec "pspawn-$1" bash -c "$2"; }
 
+# settled: wait (at most 10 s) until no node is still completing a job (a
+# job's extern step, PrologFlags=Contain, goes after its last step), so
+# that the scheduler gives two runs compared side by side the same nodes.
+settled() {
+    local i
+    for i in $(seq 50); do
+        ax "sinfo -h -N -o %T" 2>/dev/null | grep -q completing || return 0
+        sleep 0.2
+    done
+}
+
 # both NAME SRUN_ARGS [PSPAWN]: run `srun SRUN_ARGS` plain and with --pspawn
 # (or PSPAWN, e.g. --pspawn=on,modules=numpy); the
 # outputs (stdout+stderr) land in $tmp/NAME.plain / NAME.pspawn, the exit
@@ -50,8 +61,10 @@ on() { docker exec "pspawn-$1" bash -c "$2"; }
 # for nodes (still held by the job before, seen once in CI) are about the
 # scheduler, not the step: they are left out.
 both() {
+    settled
     ax "srun $2" >"$tmp/$1.plain" 2>&1
     rc_plain=$?
+    settled
     ax "srun ${3:---pspawn} $2" >"$tmp/$1.pspawn" 2>&1
     rc_pspawn=$?
     sed -i -E '/^srun: job [0-9]+ (queued and waiting for resources|has been allocated resources)$/d' \

@@ -161,7 +161,16 @@ ax "rm -f ~/.pspawn-taskprolog-ld"
 ok $? "a TaskProlog that exports LD_*: the job's zygote cannot serve the tasks, which are exec'd with it" ||
     diag_file "$tmp/tprolog"
 
-# 11: scancel of a job whose step runs: nothing left.
+# 11: the job's zygote runs under the step's resource limits, as its tasks
+# do (srun propagates the user's soft limits; root starts the zygote).
+job limits "-N1 -n2" <<EOF
+ulimit -S -n 777
+srun $R bash -c 'echo lim \$(awk "/^Max open files/ {print \\\$4}" /proc/\$PPID/limits) \$(ulimit -S -n)'
+EOF
+[ "$(grep -c '^lim 777 777$' "$tmp/limits")" = 2 ]
+ok $? "the job's zygote has the step's soft limits, as its tasks (open files: 777)" || diag_file "$tmp/limits"
+
+# 12: scancel of a job whose step runs: nothing left.
 ax "sbatch -N2 -n2 --ntasks-per-node=1 --wrap 'srun $R sleep 600'" >"$tmp/sbatch" 2>&1
 sjid=$(grep -o '[0-9]*$' "$tmp/sbatch")
 for i in $(seq 30); do

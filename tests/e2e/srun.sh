@@ -76,7 +76,7 @@ if grep -qE '/task_[0-9]+$' "$tmp/cg.plain"; then
     ok $? "--pspawn: tasks are in task_N cgroups, not all in the zygote's ($n_task lines)" ||
         diag_file "$tmp/cg.pspawn" 12
 fi
-same cg "each task's cgroups (/proc/self/cgroup) equal plain srun's" "sed -E 's/job_[0-9]+/job_J/' | sort"
+same cg "each task's cgroups (/proc/self/cgroup) equal plain srun's" "sed -E 's/job_[0-9]+/job_J/; s/slurm_c[0-9]+/slurm_cN/' | sort"
 
 # Accounting: sstat of a running step whose task 2 holds 200 MB and the
 # others 8 MB.  The step's figures (NTasks, the biggest RSS) are right with
