@@ -358,6 +358,8 @@ static void __attribute__((noreturn)) manage(const struct pspawn_job_step *s, in
     _exit(0);
 }
 
+static void job_end(uint32_t jobid);
+
 int pspawn_job_zygote(const struct pspawn_job_step *s, char *key, size_t keylen, char *token,
                       size_t toklen, char *what, size_t wlen)
 {
@@ -403,7 +405,28 @@ int pspawn_job_zygote(const struct pspawn_job_step *s, char *key, size_t keylen,
     return -1;
 }
 
+/* In a child that is root again (slurmstepd may run this with the user's
+ * effective ids), within 5 s. */
 void pspawn_job_end(uint32_t jobid)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (syscall(SYS_setresuid, -1, 0, -1) == 0 && syscall(SYS_setresgid, -1, 0, -1) == 0)
+            job_end(jobid);
+        _exit(0);
+    }
+    for (int waited = 0; pid > 0 && waitpid(pid, NULL, WNOHANG) == 0; waited += 10) {
+        if (waited >= 5000) {
+            kill(pid, SIGKILL);
+            waitpid(pid, NULL, 0);
+            break;
+        }
+        struct timespec ts = { 0, 10 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+}
+
+static void job_end(uint32_t jobid)
 {
     char dir[64];
     snprintf(dir, sizeof dir, STATE_DIR "/job_%u", jobid);
