@@ -243,6 +243,7 @@ void pspawn_hold_output(prte_odls_spawn_caddy_t *cd, unsigned ms)
 static struct {
     prte_event_t ev;
     void (*fn)(void);
+    int armed;
 } after;
 
 static void after_fired(int sd, short flags, void *arg)
@@ -250,6 +251,7 @@ static void after_fired(int sd, short flags, void *arg)
     (void)sd;
     (void)flags;
     (void)arg;
+    after.armed = 0;
     after.fn();
 }
 
@@ -260,5 +262,13 @@ int pspawn_after(unsigned ms, void (*fn)(void))
     if (0 != prte_event_evtimer_set(prte_event_base, &after.ev, after_fired, NULL) ||
         0 != prte_event_evtimer_add(&after.ev, &tv))
         return -1;
+    after.armed = 1;
     return 0;
+}
+
+void pspawn_after_cancel(void)
+{
+    if (after.armed)
+        prte_event_evtimer_del(&after.ev);
+    after.armed = 0;
 }

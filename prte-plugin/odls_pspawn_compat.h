@@ -108,5 +108,8 @@ const char *pspawn_prte_abi_mismatch(void);
 /* Call FN once, MS ms from now, on PRRTE's event base (one such timer:
  * a later call replaces an earlier one's function).  0, or -1. */
 int pspawn_after(unsigned ms, void (*fn)(void));
+/* The timer of pspawn_after, not to fire (the component's close: its code
+ * may be unloaded next). */
+void pspawn_after_cancel(void);
 
 #endif

@@ -106,6 +106,8 @@ static void idle_timer(void)
 void prte_odls_pspawn_finalize(void)
 {
     pthread_mutex_lock(&lock);
+    pspawn_after_cancel();
+    timer_armed = 0;
     for (size_t i = 0; i < nzygotes; i++)
         zygote_free(&zygotes[i]);
     free(zygotes);
