@@ -25,33 +25,11 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "procfs.h"
 #include "pspawn_jobzygote.h"
 #include "unixsock.h"
 
 #define START_MS 5000       /* the starter's word that it holds the lock */
-
-static char *read_all(const char *path)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return NULL;
-    size_t cap = 8192, len = 0;
-    char *buf = malloc(cap);
-    ssize_t n;
-    while (buf && (n = read(fd, buf + len, cap - len - 1)) > 0) {
-        len += (size_t)n;
-        if (cap - len < 2) {
-            char *more = realloc(buf, cap *= 2);
-            if (!more)
-                free(buf);
-            buf = more;
-        }
-    }
-    close(fd);
-    if (buf)
-        buf[len] = 0;
-    return buf;
-}
 
 /* A process of the job's extern step other than its slurmstepd (the
  * extern step's own task, or a zygote of the job): the cgroups the
@@ -69,13 +47,13 @@ static pid_t extern_process(uint32_t jobid)
             continue;
         char path[300];
         snprintf(path, sizeof path, "/proc/%s/cgroup", e->d_name);
-        char *cg = read_all(path), *at = cg ? strstr(cg, want) : NULL;
+        char *cg = pspawn_read_file(path), *at = cg ? strstr(cg, want) : NULL;
         int in = at && (at[wlen] == '/' || at[wlen] == '\n' || at[wlen] == '\0');
         free(cg);
         if (!in)
             continue;
         snprintf(path, sizeof path, "/proc/%s/comm", e->d_name);
-        char *comm = read_all(path);
+        char *comm = pspawn_read_file(path);
         if (comm && strncmp(comm, "slurmstepd", 10) != 0)
             found = atoi(e->d_name);
         free(comm);
@@ -237,8 +215,8 @@ int pspawn_job_start(const struct pspawn_job_step *s, const char *key, const cha
     }
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/cgroup", (int)tmpl);
-    char *to = read_all(path), *from = read_all("/proc/self/cgroup");
-    char *mounts = read_all("/proc/self/mountinfo");
+    char *to = pspawn_read_file(path), *from = pspawn_read_file("/proc/self/cgroup");
+    char *mounts = pspawn_read_file("/proc/self/mountinfo");
     static char paths[PSPAWN_CG_MAX][PATH_MAX];
     int n = to && from && mounts ? pspawn_cg_moves(to, from, mounts, paths) : -1;
     free(to);

@@ -53,49 +53,11 @@ static int become_root(void)
     return 0;
 }
 
-/* The whole of a small /proc file, NUL-terminated; NULL on error. */
-static char *read_text(const char *path)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return NULL;
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    for (;;) {
-        if (!buf)
-            break;
-        if (len + 1 >= cap) {
-            char *nb = realloc(buf, cap *= 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-        }
-        ssize_t n = read(fd, buf + len, cap - len - 1);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            if (n < 0) {
-                free(buf);
-                buf = NULL;
-            }
-            break;
-        }
-        len += (size_t)n;
-    }
-    close(fd);
-    if (buf)
-        buf[len] = '\0';
-    return buf;
-}
-
 static char *read_proc(pid_t pid, const char *what)
 {
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, what);
-    return read_text(path);
+    return pspawn_read_file(path);
 }
 
 /* PID's parent, and its uid in *UID: the real one, or -1 when its real,
@@ -211,7 +173,7 @@ static int move(pid_t shim, const struct target *t, int *moved)
     *moved = 0;
     pid_t pid = t->pid;
     char *to = read_proc(shim, "cgroup"), *from = read_proc(pid, "cgroup");
-    char *mounts = read_text("/proc/self/mountinfo");
+    char *mounts = pspawn_read_file("/proc/self/mountinfo");
     static char paths[PSPAWN_CG_MAX][PATH_MAX];
     int n = to && from && mounts ? pspawn_cg_moves(to, from, mounts, paths) : -1;
     free(to);

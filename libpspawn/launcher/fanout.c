@@ -21,6 +21,7 @@
 
 #include "cgroup.h"
 #include "internal.h"
+#include "procfs.h"
 #include "memfd.h"
 #include "pidfd.h"
 #include "replica.h"
@@ -96,32 +97,11 @@ int pspawn_fanout_plan(struct pspawn_zygote *z)
     return 0;
 }
 
-/* The whole of a small /proc file, or NULL. */
-static char *read_small(const char *path)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return NULL;
-    size_t cap = 16384, len = 0;
-    char *buf = malloc(cap);
-    ssize_t n;
-    while (buf && (n = read(fd, buf + len, cap - len - 1)) > 0)
-        if ((len += (size_t)n) + 1 == cap) {
-            char *nb = realloc(buf, cap *= 2);
-            if (!nb)
-                free(buf);
-            buf = nb;
-        }
-    close(fd);
-    if (buf)
-        buf[len] = 0;
-    return buf;
-}
-
 /* Our own cgroup v2 directory, where subzygote=cgroup makes the tasks. */
 static int own_cgroup(char *dir)
 {
-    char *self = read_small("/proc/self/cgroup"), *mounts = read_small("/proc/self/mountinfo");
+    char *self = pspawn_read_file("/proc/self/cgroup");
+    char *mounts = pspawn_read_file("/proc/self/mountinfo");
     int r = self && mounts ? pspawn_cg2_dir(self, mounts, dir) : -1;
     free(self);
     free(mounts);

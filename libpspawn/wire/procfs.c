@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -66,4 +67,39 @@ int pspawn_proc_stat(pid_t pid, int first, int last, unsigned long long *out)
             out[field - first] = v;
     }
     return 0;
+}
+
+char *pspawn_read_file(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        if (len + 1 >= cap) {
+            char *more = realloc(buf, cap *= 2);
+            if (!more)
+                free(buf);
+            buf = more;
+            continue;
+        }
+        ssize_t n = read(fd, buf + len, cap - len - 1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            free(buf);
+            buf = NULL;
+        } else if (n == 0) {
+            break;
+        } else {
+            len += (size_t)n;
+        }
+    }
+    int e = errno;
+    close(fd);
+    if (buf)
+        buf[len] = '\0';
+    errno = e;
+    return buf;
 }

@@ -1,7 +1,8 @@
 /*
  * /proc/PID/stat, read in one place: the proxy (what PR_SET_MM_MAP needs),
  * the Slurm mover (a process's parent), the PRRTE component (a rank's state)
- * and the benchmarks (CPU time) all take their fields from here.
+ * and the benchmarks (CPU time) all take their fields from here; and the
+ * one reader of whole small /proc files.
  */
 #ifndef PSPAWN_PROCFS_H
 #define PSPAWN_PROCFS_H
@@ -15,5 +16,9 @@
  * async-signal-safe.  Returns 0, or -1 with errno (ESRCH: no such process;
  * EINVAL: fewer fields than asked for). */
 int pspawn_proc_stat(pid_t pid, int first, int last, unsigned long long *out);
+
+/* The whole of a small file (/proc/PID/cgroup, mountinfo, comm),
+ * NUL-terminated, malloc'd; NULL on error (errno). */
+char *pspawn_read_file(const char *path);
 
 #endif
