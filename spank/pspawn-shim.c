@@ -201,26 +201,6 @@ static void on_signal(int sig)
     errno = e;
 }
 
-/* Exit as the task did: the same code, or the same signal with no core. */
-static void __attribute__((noreturn)) exit_like(int status)
-{
-    if (WIFEXITED(status))
-        _exit(WEXITSTATUS(status));
-    if (WIFSIGNALED(status)) {
-        int sig = WTERMSIG(status);
-        struct rlimit no = { 0, 0 };
-        setrlimit(RLIMIT_CORE, &no);
-        signal(sig, SIG_DFL);
-        sigset_t s;
-        sigemptyset(&s);
-        sigaddset(&s, sig);
-        sigprocmask(SIG_UNBLOCK, &s, NULL);
-        raise(sig);
-        _exit(128 + sig);
-    }
-    _exit(1);
-}
-
 /* Whether the zygote's end of SOCK is closed (it died: a task closes its
  * copies as soon as it is cloned). */
 static int zygote_gone(int sock)
@@ -233,63 +213,21 @@ static int zygote_gone(int sock)
 
 /* Pass the signals our handler queued on to the task (through its pidfd
  * where there is one: the pid may be another's once the task is reaped). */
-static void relay_signals(pid_t task, int pidfd)
+struct relay_target {
+    pid_t task;
+    int pidfd;
+};
+static void relay_signals(void *arg)
 {
+    const struct relay_target *t = arg;
     unsigned char s[64];
     ssize_t k;
     while ((k = read(sig_pipe[0], s, sizeof s)) > 0)
         for (ssize_t i = 0; i < k; i++)
-            if (pidfd >= 0)
-                syscall(SYS_pidfd_send_signal, pidfd, s[i], NULL, 0);
+            if (t->pidfd >= 0)
+                syscall(SYS_pidfd_send_signal, t->pidfd, s[i], NULL, 0);
             else
-                kill(task, s[i]);
-}
-
-/* Wait until FD is readable or closed, relaying to the task the signals
- * that come meanwhile. */
-static void wait_relaying(int fd, pid_t task, int pidfd)
-{
-    for (;;) {
-        struct pollfd p[2] = { { fd, POLLIN, 0 }, { sig_pipe[0], POLLIN, 0 } };
-        if (poll(p, 2, -1) < 0)
-            continue;
-        if (p[1].revents & POLLIN)
-            relay_signals(task, pidfd);
-        if (p[0].revents)
-            return;
-    }
-}
-
-/* Whether TASK (not ours to wait for) has ended: gone, or a zombie. */
-static int task_ended(pid_t task)
-{
-    unsigned long long state;
-    return pspawn_proc_stat(task, 3, 3, &state) < 0 ? errno == ESRCH : state == 'Z';
-}
-
-/* Wait for the zygote's word on FD while the task runs, relaying
- * signals.  The zygote sends it once it has reaped the task; should it
- * not come within GRACE_MS of the task's end (TASK_PIDFD), the zygote is
- * taken as gone (or stopped), whoever still holds its end of FD. */
-static void wait_task(int fd, pid_t task, int task_pidfd, int grace_ms)
-{
-    double ended_at = -1;
-    for (;;) {
-        struct pollfd p[3] = { { fd, POLLIN, 0 }, { sig_pipe[0], POLLIN, 0 },
-                               { ended_at >= 0 ? -1 : task_pidfd, POLLIN, 0 } };
-        /* Without a pidfd (Linux before 5.3), a look each second. */
-        int r = poll(p, 3, ended_at >= 0 ? 1000 : task_pidfd < 0 ? 1000 : -1);
-        if (r < 0)
-            continue;
-        if (p[1].revents & POLLIN)
-            relay_signals(task, task_pidfd);
-        if (p[0].revents)
-            return;
-        if (ended_at < 0 && (p[2].revents || (task_pidfd < 0 && task_ended(task))))
-            ended_at = pspawn_now_ms();
-        if (ended_at >= 0 && pspawn_now_ms() - ended_at >= grace_ms)
-            return;     /* the task ended long ago, and no word */
-    }
+                kill(t->task, s[i]);
 }
 
 /* Our child the zygote serves the step's other stand-ins until their
@@ -322,70 +260,6 @@ static void wait_zygote(pid_t zpid, int wait_ms)
         close(pidfd);
 }
 
-/* recv() of one reply, for at most MS ms: -1 with ETIMEDOUT after that. */
-static ssize_t recv_within(int fd, void *buf, size_t len, int ms)
-{
-    struct pollfd p = { fd, POLLIN, 0 };
-    int r;
-    while ((r = poll(&p, 1, ms)) < 0 && errno == EINTR)
-        ;
-    if (r == 0) {
-        errno = ETIMEDOUT;
-        return -1;
-    }
-    return recv(fd, buf, len, MSG_DONTWAIT);
-}
-
-/* PIDFD_GET_INFO (Linux 6.15): a process's exit status, read through a
- * pidfd by anyone who holds one, even after another process reaped it. */
-struct shim_pidfd_info {
-    uint64_t mask, cgroupid;
-    uint32_t pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
-    int32_t exit_code;
-};
-#define SHIM_PIDFD_GET_INFO _IOWR(0xFF, 11, struct shim_pidfd_info)
-#define SHIM_PIDFD_INFO_EXIT 8u
-
-/* The zygote (our task's parent) is gone while TASK runs: it is someone
- * else's child now.  Wait until it has ended, as we would have, and give
- * its wait status where the kernel kept it for PIDFD (else -1). */
-/* A task that has ended and is not reaped yet (its zygote stopped, or its
- * new parent not at it yet) shows its wait status in /proc (stat field 52,
- * exit_code); its pidfd, still alive after, says it was our task's. */
-static int zombie_status(pid_t task, int pidfd)
-{
-    unsigned long long state, code;
-    if (pspawn_proc_stat(task, 3, 3, &state) < 0 || state != 'Z' ||
-        pspawn_proc_stat(task, 52, 52, &code) < 0 ||
-        syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) != 0)
-        return -1;
-    return (int)code;
-}
-
-static int orphan_status(pid_t task, int pidfd)
-{
-    if (pidfd < 0)
-        return -1;
-    say("lost the zygote: waiting for task %d through its pidfd", (int)task);
-    wait_relaying(pidfd, task, pidfd);
-    /* Exited; its exit status is kept once its new parent has reaped it. */
-    for (int tries = 0; tries < 200; tries++) {
-        int zombie = zombie_status(task, pidfd);
-        if (zombie >= 0)
-            return zombie;
-        struct shim_pidfd_info info;
-        memset(&info, 0, sizeof info);
-        info.mask = SHIM_PIDFD_INFO_EXIT;
-        if (ioctl(pidfd, SHIM_PIDFD_GET_INFO, &info) < 0 && errno != ESRCH)
-            return -1;      /* ENOTTY, EINVAL: a kernel before 6.15 */
-        if (info.mask & SHIM_PIDFD_INFO_EXIT)
-            return info.exit_code;
-        struct timespec ts = { 0, 10 * 1000 * 1000 };
-        nanosleep(&ts, NULL);
-    }
-    return -1;
-}
-
 /* What we do with signals while the task runs: relay them to it, or,
  * where they reach it by themselves, ignore them (not die before it). */
 static void set_signals(int relay)
@@ -401,24 +275,6 @@ static void set_signals(int relay)
         if (mine)
             sigaction(sig, &sa, NULL);
     }
-}
-
-/* Whether TASK descends from the zygote at the other end of SOCK (its
- * child, or a sub-zygote's: fan-out nests at most a few levels): a pid
- * that does not cannot be ours to signal, move or wait for. */
-static int zygote_made(int sock, pid_t task)
-{
-    struct ucred zygote;
-    if (pspawn_peer_cred(sock, &zygote) != 0)
-        return 0;
-    unsigned long long pid = (unsigned long long)task;
-    for (int depth = 0; depth < 4; depth++) {
-        if (pspawn_proc_stat((pid_t)pid, 4, 4, &pid) != 0 || pid <= 1)
-            return 0;
-        if ((pid_t)pid == zygote.pid)
-            return 1;
-    }
-    return 0;
 }
 
 int main(int argc, char **argv)
@@ -507,7 +363,7 @@ int main(int argc, char **argv)
      * cannot join: it leads a group of its own, as task 0 of a plain step
      * does (a kill(0) of one task reaches no other step's). */
     if ((err = pspawn_standin_send(sock, targv, shim.token, sig_pipe, 2, &hold,
-                                   client.job ? REQ_SETPGROUP : 0))) {
+                                   client.job ? REQ_SETPGROUP : 0, 0))) {
         char why[160];
         if (err == EMFILE)
             snprintf(why, sizeof why, "more inherited fds than a request passes (%d with 0-2): "
@@ -516,22 +372,13 @@ int main(int argc, char **argv)
             snprintf(why, sizeof why, "the request was not sent: %s", strerror(err));
         exec_plain(path, targv, why);
     }
-    struct standin_reply r;
-    ssize_t got = recv_within(sock, &r, sizeof r, wait_ms);
-    if (got != (ssize_t)sizeof r || r.magic != PSPAWN_MAGIC || r.kind != STANDIN_STARTED) {
-        int timed_out = got < 0 && errno == ETIMEDOUT;
+    const char *refused;
+    pid_t task = pspawn_standin_started(sock, wait_ms, &refused);
+    if (task < 0) {
         pspawn_standin_go(&hold, 0);
         close(sock);
-        exec_plain(path, targv, got == 0 ? "zygote lost before it started the task"
-                                : timed_out ? "zygote did not answer in time (3 x PSPAWN_TIMEOUT)"
-                                            : "zygote refused the task");
+        exec_plain(path, targv, refused);
     }
-    if (r.pid <= 0 || !zygote_made(sock, r.pid)) {
-        pspawn_standin_go(&hold, 0);
-        close(sock);
-        exec_plain(path, targv, "zygote named a task that is not its child");
-    }
-    pid_t task = r.pid;
     if (shim.mover && (err = shim_move_task(shim.mover, task, shim.token, wait_ms))) {
         /* Not the step's any more: the zygote died since it replied, and
          * the held task is init's.  Cancel it and exec, in our cgroups. */
@@ -554,23 +401,23 @@ int main(int argc, char **argv)
     sigprocmask(SIG_SETMASK, &old, NULL);
     say("task %d forked by the zygote (relay signals: %s)", (int)task, relay ? "yes" : "no");
 
-    int status = -1;
-    wait_task(sock, task, task_pidfd, wait_ms / 3);   /* PSPAWN_TIMEOUT, 10 s by default */
-    got = recv(sock, &r, sizeof r, MSG_DONTWAIT);
-    if (got == (ssize_t)sizeof r && r.magic == PSPAWN_MAGIC && r.kind == STANDIN_EXITED &&
-        r.pid == task)
-        status = r.status;
+    struct relay_target relayed = { task, task_pidfd };
+    struct pspawn_standin_signals relay_from = { sig_pipe[0], relay_signals, &relayed };
+    /* PSPAWN_TIMEOUT (10 s by default) for the zygote's word after the end. */
+    int status = pspawn_standin_task_status(sock, task, task_pidfd, wait_ms / 3, &relay_from);
     close(sock);
     if (zpid > 0)
         wait_zygote(zpid, wait_ms);
     if (fail_fd >= 0)
         close(fail_fd);
-    if (status == -1)
-        status = orphan_status(task, task_pidfd);
+    if (status == -1 && task_pidfd >= 0) {
+        say("lost the zygote: waiting for task %d through its pidfd", (int)task);
+        status = pspawn_standin_orphan_status(task, task_pidfd, &relay_from);
+    }
     if (status == -1) {
         fprintf(stderr, "pspawn-shim: lost the zygote before task %d ended: its exit status "
                 "is unknown (Linux 6.15 or later keeps it)\n", (int)task);
         _exit(1);
     }
-    exit_like(status);
+    pspawn_standin_exit_like(status);
 }

@@ -51,7 +51,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "loaderenv.h"
+#include "identity.h"
 #include "pspawn_jobzygote.h"
 #include "unixsock.h"
 
@@ -80,21 +80,6 @@ static void hex(char *out, const unsigned char *raw, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         snprintf(out + 2 * i, 3, "%02x", raw[i]);
-}
-
-/* 64-bit FNV-1a, fed piece by piece. */
-static void fnv(uint64_t *h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) {
-        *h ^= b[i];
-        *h *= 0x100000001b3ull;
-    }
-}
-
-static int by_string(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 /* The value of NAME in ENV, or NULL. */
@@ -141,38 +126,11 @@ static int identity(const struct pspawn_job_step *s, const char *path, uint64_t 
 {
     struct stat st;
     if (stat(path, &st) < 0) {
-        snprintf(why, wlen, "%s: %s", path, strerror(errno));
+        snprintf(why, wlen, "%.200s: %s", path, strerror(errno));
         return -1;
     }
-    *h = 0xcbf29ce484222325ull;
-    fnv(h, &s->uid, sizeof s->uid);
-    fnv(h, path, strlen(path) + 1);
-    fnv(h, &st.st_dev, sizeof st.st_dev);
-    fnv(h, &st.st_ino, sizeof st.st_ino);
-    fnv(h, &st.st_mtim, sizeof st.st_mtim);
-    fnv(h, s->options, strlen(s->options) + 1);
-    const char *base = strrchr(path, '/') + 1;
-    int python = strncmp(base, "python", 6) == 0;
-    if (python && s->argc > 1)
-        fnv(h, s->argv[1], strlen(s->argv[1]) + 1);     /* the script it warms */
-    size_t n = 0;
-    for (size_t i = 0; s->env[i]; i++)
-        n++;
-    char **picked = calloc(n + 1, sizeof *picked);
-    if (!picked) {
-        snprintf(why, wlen, "no memory");
-        return -1;
-    }
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (pspawn_loader_var(s->env[i]) ||
-            (python && (strncmp(s->env[i], "PYTHON", 6) == 0 ||
-                        strncmp(s->env[i], "PSPAWN_PRELOAD_MODULES=", 23) == 0)))
-            picked[k++] = s->env[i];
-    qsort(picked, k, sizeof *picked, by_string);
-    for (size_t i = 0; i < k; i++)
-        fnv(h, picked[i], strlen(picked[i]) + 1);
-    free(picked);
+    *h = pspawn_program_identity(s->uid, path, &st, s->argc > 1 ? s->argv : NULL, s->env,
+                                 s->options);
     return 0;
 }
 

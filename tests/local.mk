@@ -265,3 +265,17 @@ EXTRA_DIST += tests/lifecycle-standin.sh
 # standin.sh on its own, and in a loop (STANDIN_LOOP_RUNS, default 500).
 TESTS += tests/standin-hardening.sh
 EXTRA_DIST += tests/standin-hardening.sh tests/standin-case7.sh tests/standin-case7-loop.sh
+
+# Transparent interception (pspawn --intercept): a launcher of every kind
+# and the task it starts, both plain (the interception library is
+# preloaded into the launcher, where a sanitizer runtime could not come
+# first).
+check_PROGRAMS += tests/intercept-launcher tests/intercept-task
+tests_intercept_launcher_SOURCES = tests/intercept-launcher.c
+tests_intercept_launcher_CFLAGS = $(launched_cflags_common) -pthread
+tests_intercept_launcher_LDFLAGS = -pthread
+tests_intercept_task_SOURCES = tests/intercept-task.c
+tests_intercept_task_CFLAGS = $(launched_cflags_common)
+tests_intercept_task_LDFLAGS =
+TESTS += tests/intercept.sh
+EXTRA_DIST += tests/intercept.sh

@@ -25,4 +25,7 @@ struct cli_options {
  * said on stderr). */
 int cli_parse(int argc, char **argv, struct cli_options *o);
 
+/* pspawn --intercept ... (intercept.c): the exit status. */
+int cli_intercept(int argc, char **argv);
+
 #endif

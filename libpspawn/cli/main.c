@@ -321,6 +321,8 @@ out:
 
 int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "--intercept"))
+        return cli_intercept(argc, argv);
     int first = cli_parse(argc, argv, &opt);
     if (first <= 0)
         return -first;

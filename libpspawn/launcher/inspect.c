@@ -26,7 +26,6 @@
 #endif
 
 #define BINPRM_BUF_SIZE 256
-#define MAX_ARG_STRLEN (32 * 4096)
 
 #ifndef SYS_faccessat2
 #define SYS_faccessat2 439
@@ -287,38 +286,6 @@ int pspawn_program_changed(const struct program *p)
     return 0;
 }
 
-/* The limits execve(2) enforces (fs/exec.c, bprm_stack_limits and
- * copy_strings): each string at most MAX_ARG_STRLEN, and all strings plus
- * the pointers to them within a quarter of the stack limit (at most 3/4 of
- * _STK_LIM, at least ARG_MAX). */
-int pspawn_args_too_big(const char *filename, char *const argv[], char *const envp[],
-                        uint64_t stack_limit)
-{
-    /* The kernel allows a quarter of the stack limit the new program has
-     * (the task's, which its attributes may set), capped at 6 MiB. */
-    unsigned long limit = 6UL << 20;
-    if (stack_limit != RLIM_INFINITY && stack_limit / 4 < limit)
-        limit = (unsigned long)(stack_limit / 4);
-    if (limit < 128UL * 1024)
-        limit = 128UL * 1024;
-    unsigned long argc = 0, envc = 0, bytes = strlen(filename) + 1;
-    for (; argv && argv[argc]; argc++) {
-        size_t l = strlen(argv[argc]) + 1;
-        if (l > MAX_ARG_STRLEN)
-            return E2BIG;
-        bytes += l;
-    }
-    for (; envp && envp[envc]; envc++) {
-        size_t l = strlen(envp[envc]) + 1;
-        if (l > MAX_ARG_STRLEN)
-            return E2BIG;
-        bytes += l;
-    }
-    unsigned long ptrs = ((argc ? argc : 1) + envc) * sizeof(void *);
-    if (limit <= ptrs || bytes > limit - ptrs)
-        return E2BIG;
-    return 0;
-}
 
 int pspawn_resolve(const char *file, char *const envp[], char *out, size_t outlen)
 {

@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "child.h"
+#include "execargs.h"
 #include "loaderenv.h"
 #include "options.h"
 #include "protocol.h"
@@ -203,8 +204,11 @@ void pspawn_program_free(struct program *p);
 int pspawn_program_changed(const struct program *p);
 /* E2BIG if execve would refuse ARGV and ENVP for a program whose
  * RLIMIT_STACK is STACK_LIMIT (its soft limit), else 0. */
-int pspawn_args_too_big(const char *filename, char *const argv[],
-                        char *const envp[], uint64_t stack_limit);
+static inline int pspawn_args_too_big(const char *filename, char *const argv[],
+                                      char *const envp[], uint64_t stack_limit)
+{
+    return pspawn_args_too_big_plus(filename, argv, envp, stack_limit, 0, 0);
+}
 /* The soft RLIMIT_STACK a task of call C starts with. */
 uint64_t pspawn_call_stack_limit(const struct call *c);
 
@@ -288,7 +292,12 @@ struct pspawn_standin_client {
     /* A job's zygote (srun --pspawn=reuse=job): root started it for the
      * step (pspawn_standin_start_job); a stand-in never starts one. */
     int job;
-    long idle_ms;               /* the job's zygote: its idle time limit */
+    /* A launcher's zygote (the interception library's stand-ins): the
+     * stand-in that starts it leaves it to nobody (no waiting on it), and
+     * it checks the zygote shares its namespaces and cgroups. */
+    int detach;
+    int start_failed;           /* out: this call's start of the zygote failed */
+    long idle_ms;               /* a job's or launcher's zygote: its idle time limit */
 };
 /* A connection to the step's zygote, which this call starts if no other
  * stand-in has (then C->zpid is our child and must be waited for).
@@ -306,9 +315,40 @@ int pspawn_standin_wait_ms(void);
  * have given the task from this process (environ, cwd, umask, rlimits,
  * affinity, signal state, and every inherited fd but SOCK and SKIP[] at
  * its own number).  HOLD: the task waits for pspawn_standin_go.  FLAGS:
- * REQ_SETPGROUP (its own process group), or 0. */
+ * REQ_SETPGROUP (the task joins process group PGROUP, 0: one of its own),
+ * REQ_STANDIN_BOUND (the zygote kills the task should this stand-in
+ * vanish before it), or 0. */
 int pspawn_standin_send(int sock, char **argv, const char *token, const int *skip, int nskip,
-                        struct pspawn_hold *hold, unsigned flags);
+                        struct pspawn_hold *hold, unsigned flags, pid_t pgroup);
+
+/* standin-wait.c: a stand-in's life once its request is sent. */
+/* recv() of one message within MS ms: -1 with ETIMEDOUT after that. */
+ssize_t pspawn_recv_within(int fd, void *buf, size_t len, int ms);
+/* Whether TASK descends from the zygote at the other end of SOCK (its
+ * child, or a sub-zygote's): a pid that does not cannot be ours to
+ * signal, move or wait for. */
+int pspawn_zygote_made(int sock, pid_t task);
+/* The zygote's answer to a stand-in's request, within WAIT_MS: the task's
+ * pid, or -1 with *WHY (a sentence) when there is no task. */
+pid_t pspawn_standin_started(int sock, int wait_ms, const char **why);
+/* Where a stand-in takes the signals it must pass on while it waits: TAKE
+ * is called when FD is readable. */
+struct pspawn_standin_signals {
+    int fd;
+    void (*take)(void *arg);
+    void *arg;
+};
+/* Wait for the zygote's word on SOCK of TASK's end: its wait status, or -1
+ * when none came within GRACE_MS of the task's end (TASK_PIDFD; the
+ * zygote is gone or stopped).  SIG (or NULL) is served meanwhile. */
+int pspawn_standin_task_status(int sock, pid_t task, int task_pidfd, int grace_ms,
+                               const struct pspawn_standin_signals *sig);
+/* The zygote is gone while TASK runs (someone else's child now): wait
+ * until it has ended and give its wait status where the kernel kept it
+ * (a zombie, or PIDFD_GET_INFO of Linux 6.15), else -1. */
+int pspawn_standin_orphan_status(pid_t task, int pidfd, const struct pspawn_standin_signals *sig);
+/* Exit as the task did: the same code, or the same signal with no core. */
+void pspawn_standin_exit_like(int status) __attribute__((noreturn));
 
 /* environ.c */
 /* The proxy library to preload ($PSPAWN_PROXY, else the installed one). */

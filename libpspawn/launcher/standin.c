@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "procfs.h"
 #include "python.h"
 #include "unixsock.h"
 
@@ -192,6 +193,20 @@ static const char *namespace_differs(pid_t zpid)
     return NULL;
 }
 
+/* Whether the zygote PID's tasks would be in other cgroups than ours
+ * (a launcher may start its children in cgroups of their own): 1 if so,
+ * 0 if not or if one cannot be read. */
+static int cgroups_differ(pid_t zpid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/cgroup", (int)zpid);
+    char *mine = pspawn_read_file("/proc/self/cgroup"), *theirs = pspawn_read_file(path);
+    int differ = mine && theirs && strcmp(mine, theirs) != 0;
+    free(mine);
+    free(theirs);
+    return differ;
+}
+
 /* Our connection to the step's zygote, which says hello first: -1 if it
  * is not one we may use (then C's log says why). */
 static int use_zygote(const struct pspawn_standin_client *c, int fd)
@@ -201,10 +216,16 @@ static int use_zygote(const struct pspawn_standin_client *c, int fd)
                                                              why, sizeof why);
     struct ucred z;
     const char *ns;
-    if (!differs && fd >= 0 && c->job && pspawn_peer_cred(fd, &z) == 0 &&
-        (ns = namespace_differs(z.pid))) {
-        snprintf(why, sizeof why, "the job's zygote is in another %s namespace", ns);
-        differs = why;
+    /* A job's zygote, or a launcher's, was started by another process
+     * than ours, which may have been in other namespaces or cgroups. */
+    if (!differs && fd >= 0 && (c->job || c->detach) && pspawn_peer_cred(fd, &z) == 0) {
+        if ((ns = namespace_differs(z.pid))) {
+            snprintf(why, sizeof why, "the %s zygote is in another %s namespace",
+                     c->job ? "job's" : "launcher's", ns);
+            differs = why;
+        } else if (c->detach && cgroups_differ(z.pid)) {
+            differs = "the launcher's zygote is in other cgroups";
+        }
     }
     if (differs) {
         say(c, "the zygote cannot serve this task: %s", differs);
@@ -306,15 +327,38 @@ int pspawn_standin_start_job(struct pspawn_standin_client *c, int lock_fd)
 {
     char name[200];
     snprintf(name, sizeof name, "pspawn-%s", c->key);
-    say(c, "starting the job's zygote %s", name);
+    say(c, "starting the %s zygote %s", c->detach ? "launcher's" : "job's", name);
     c->zpid = start_zygote(c, name);
     /* Waiting stand-ins connect once the lock goes; after a failure they
      * find no zygote, and exec. */
     close(lock_fd);
     if (c->zpid < 0)
         return -1;
-    say(c, "the job's zygote %d parked", (int)c->zpid);
+    say(c, "the %s zygote %d parked", c->detach ? "launcher's" : "job's", (int)c->zpid);
     return 0;
+}
+
+/* A launcher's zygote (C->detach) must be nobody's child in the
+ * launcher's tree: the launcher would see it among its children, or we
+ * would have to outlive our task to wait for it.  An intermediate child
+ * starts it, holding the lock LFD, and exits once it parked; the zygote,
+ * orphaned, serves until it has been idle for C->idle_ms. */
+static int start_detached(struct pspawn_standin_client *c, int lfd)
+{
+    pid_t mid = fork();
+    if (mid == 0) {
+        /* A group of its own: the launcher's kill(0, ...) and the
+         * terminal's signals are for its tasks, not for it. */
+        setpgid(0, 0);
+        _exit(pspawn_standin_start_job(c, lfd) == 0 ? 0 : 1);
+    }
+    close(lfd);
+    if (mid < 0)
+        return -1;
+    int st;
+    while (waitpid(mid, &st, 0) < 0 && errno == EINTR)
+        ;
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 
 int pspawn_standin_connect(struct pspawn_standin_client *c)
@@ -347,6 +391,13 @@ int pspawn_standin_connect(struct pspawn_standin_client *c)
         close(lfd);
         say(c, "the job's zygote %s is not there", name);
         return -1;
+    }
+    if (lfd >= 0 && c->detach) {
+        if (start_detached(c, lfd) < 0) {
+            c->start_failed = 1;
+            return -1;
+        }
+        return use_zygote(c, connect_busy(c, name, wait_ms));
     }
     if (lfd >= 0) {
         say(c, "starting the zygote %s", name);
@@ -425,7 +476,7 @@ static int skipped(int fd, const int *skip, int nskip)
 }
 
 int pspawn_standin_send(int sock, char **argv, const char *token, const int *skip, int nskip,
-                        struct pspawn_hold *hold, unsigned flags)
+                        struct pspawn_hold *hold, unsigned flags, pid_t pgroup)
 {
     struct call *c = calloc(1, sizeof *c);
     if (!c)
@@ -464,9 +515,10 @@ int pspawn_standin_send(int sock, char **argv, const char *token, const int *ski
     }
     if (hold)
         c->flags |= REQ_HOLD;
+    c->flags |= flags & (REQ_STANDIN_BOUND | REQ_SETSID);
     if (flags & REQ_SETPGROUP) {
         c->flags |= REQ_SETPGROUP;
-        c->pgroup = 0;      /* its own */
+        c->pgroup = pgroup;     /* 0: its own */
     }
     pspawn_task_t t = { .argv = argv };
     err = pspawn_send_standin(sock, c, &t, token, hold);

@@ -207,6 +207,11 @@ struct wire_rlimit {
  * waitpid(-1) must know the pid before the task can exit); the zygote
  * leaves go[i] held. */
 #define REQ_LAUNCHER_GO 0x8000u
+/* Stand-in mode: the task is the stand-in's, as an exec'd program would
+ * have been the same process: should the stand-in's connection close
+ * before the task has ended (the stand-in was killed), the zygote kills
+ * the task (SIGKILL).  The interception library's stand-ins ask this. */
+#define REQ_STANDIN_BOUND 0x10000u
 
 /* Process attributes read with pspawn_procstate_get(): -1 where the
  * kernel has none (PR_GET_MDWE before Linux 6.3). */

@@ -58,6 +58,7 @@ struct client {
     pid_t task;
     unsigned char starter;  /* the stand-in that started us */
     unsigned char counted;  /* one of the step's stand-ins (its token matched) */
+    unsigned char bound;    /* REQ_STANDIN_BOUND: the task dies with its stand-in */
 };
 
 /* What the stand-in zygote serves with: its listening socket (the root)
@@ -167,6 +168,7 @@ static int serve_one(struct client *c, const struct request_msg *msg, char *base
     /* One of the step's stand-ins, whether we serve it or not. */
     c->counted = msg->size >= sizeof *w &&
                  pspawn_tokens_equal(w->token, parked.token, PSPAWN_TOKEN_LEN);
+    c->bound = c->counted && (w->flags & REQ_STANDIN_BOUND) != 0;
     if (!c->counted || w->ntasks != 1)
         err = EPERM;
     else if (pipe2(errpipe, O_CLOEXEC) < 0)
@@ -271,7 +273,7 @@ static int forwarded_request(struct task_start *ts)
         return 0;
     }
     struct client *c = &standin.c[standin.n++];
-    *c = (struct client){ conn, 0, 0, 0 };
+    *c = (struct client){ conn, 0, 0, 0, 0 };
     int rr = serve_one(c, &msg, base, go, fds, nfds, ts);
     if (rr == 1)
         return 1;
@@ -402,7 +404,7 @@ static void admit(void)
         h.status |= HELLO_NO_ENV;
         send(cfd, &h, sizeof h, MSG_NOSIGNAL | MSG_DONTWAIT);
     }
-    standin.c[standin.n++] = (struct client){ cfd, 0, peer.pid == standin.starter, 0 };
+    standin.c[standin.n++] = (struct client){ cfd, 0, peer.pid == standin.starter, 0, 0 };
 }
 
 /* A sub-zygote tells the root its load when it changes. */
@@ -565,7 +567,11 @@ struct task_start zygote_serve_standin(void)
                     continue;
             }
             /* Failed, or the stand-in hung up: its task (if any) runs on,
-             * reaped here with nobody to tell. */
+             * reaped here with nobody to tell; unless it was bound to its
+             * stand-in, which only hangs up first when it is killed (a
+             * SIGKILL the task, as the same process, would have had). */
+            if (c->task > 0 && c->bound)
+                kill(c->task, SIGKILL);
             close(c->fd);
             c->fd = -1;
         }

@@ -1,0 +1,276 @@
+/*
+ * pspawn --intercept [OPTIONS] [--] LAUNCHER [ARGS...]: run a launcher
+ * that nobody here wrote with libpspawn-intercept.so preloaded, so that
+ * its repeated starts of a program fork a zygote of it (pspawn(1),
+ * "INTERCEPTION").
+ *
+ * pspawn makes the interception scope (its name, its table in /dev/shm),
+ * runs the launcher as its child and ends as the launcher ends.  It is a
+ * child subreaper meanwhile: the scope's zygotes, whose starters exit as
+ * soon as they park, are its children rather than init's, and it stops
+ * them (SIGTERM: each finishes the tasks it runs) once the launcher is
+ * done, and removes the table.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "procfs.h"
+#include "pspawn.h"
+#include "route.h"
+
+static pid_t launcher = -1;
+
+static void intercept_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: %s --intercept [--after N] [--idle S] [--skip LIST] [-o OPTIONS] [--]\n"
+            "          LAUNCHER [ARGS...]\n"
+            "Run LAUNCHER (make, xargs, parallel, python, mpiexec...) so that, from the Nth\n"
+            "start of one program on (default 2), it forks a zygote of that program instead\n"
+            "of exec'ing it.  The launcher sees the same pids, exit codes and fds.\n\n"
+            "  --after N       route a program from its Nth start (PSPAWN_INTERCEPT_AFTER)\n"
+            "  --idle S        a zygote ends after S s without a task (default 10)\n"
+            "  --skip LIST     programs never routed: paths or names, ':' between them\n"
+            "  -o, --options LIST  the zygotes' libpspawn options (pspawn(3))\n"
+            "PSPAWN_DEBUG=1 says what is routed and why not.  See pspawn(1).\n",
+            progname);
+}
+
+/* Signals meant for pspawn alone go to the launcher; the terminal's
+ * reach it by themselves (same process group). */
+static void forward(int sig, siginfo_t *si, void *ctx)
+{
+    (void)ctx;
+    if (launcher > 0 && si->si_code != SI_KERNEL)
+        kill(launcher, sig);
+}
+
+static int set_env(const char *name, const char *value)
+{
+    if (!value)
+        return 0;
+    if (setenv(name, value, 1) != 0) {
+        fprintf(stderr, "%s: %s: %s\n", progname, name, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* The interception library first in LD_PRELOAD, the user's after it. */
+static int preload_interceptor(void)
+{
+    const char *lib = getenv("PSPAWN_INTERCEPT_LIB");
+    if (!lib || !*lib)
+        lib = PSPAWN_INTERCEPT_LIB_PATH;
+    if (access(lib, R_OK) != 0) {
+        fprintf(stderr, "%s: %s: %s\n", progname, lib, strerror(errno));
+        return -1;
+    }
+    const char *old = getenv("LD_PRELOAD");
+    char *value;
+    if (asprintf(&value, "%s%s%s", lib, old && *old ? ":" : "", old ? old : "") < 0)
+        return -1;
+    int r = set_env("LD_PRELOAD", value);
+    free(value);
+    return r;
+}
+
+/* The scope's name, in the environment, and its table. */
+static int make_scope(char *table, size_t len)
+{
+    unsigned char raw[ROUTE_SCOPE_LEN / 2];
+    char scope[ROUTE_SCOPE_LEN + 1];
+    if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
+        return -1;
+    for (size_t i = 0; i < sizeof raw; i++)
+        snprintf(scope + 2 * i, 3, "%02x", raw[i]);
+    route_table_path(scope, table, len);
+    if (route_attach(scope, 1) < 0) {
+        fprintf(stderr, "%s: cannot make the interception table %s: %s\n", progname, table,
+                strerror(errno));
+        return -1;
+    }
+    return set_env(ROUTE_ENV_SCOPE, scope);
+}
+
+/* Whether PID holds a socket bound to one of the scope's names (in
+ * INODES, N of them): one of its zygotes. */
+static int holds_scope_socket(pid_t pid, const unsigned long *inodes, size_t n)
+{
+    char dir[64], link[PATH_MAX], target[64];
+    snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int found = 0;
+    while (d && !found && (e = readdir(d))) {
+        snprintf(link, sizeof link, "%s/%s", dir, e->d_name);
+        ssize_t k = readlink(link, target, sizeof target - 1);
+        unsigned long ino;
+        if (k <= 0 || (target[k] = 0, sscanf(target, "socket:[%lu]", &ino) != 1))
+            continue;
+        for (size_t i = 0; i < n && !found; i++)
+            found = inodes[i] == ino;
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
+/* Stop the scope's zygotes among our children (adopted orphans). */
+static void stop_zygotes(const char *scope)
+{
+    char prefix[96], line[512];
+    int plen = snprintf(prefix, sizeof prefix, "@pspawn-i%u.%s.", (unsigned)geteuid(), scope);
+    unsigned long inodes[256];
+    size_t n = 0;
+    FILE *f = fopen("/proc/net/unix", "r");
+    while (f && n < 256 && fgets(line, sizeof line, f)) {
+        unsigned long ino;
+        char path[256];
+        if (sscanf(line, "%*s %*s %*s %*s %*s %*s %lu %255s", &ino, path) == 2 &&
+            !strncmp(path, prefix, (size_t)plen))
+            inodes[n++] = ino;
+    }
+    if (f)
+        fclose(f);
+    DIR *d = n ? opendir("/proc") : NULL;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        unsigned long long ppid;
+        if (*end || pid <= 1 || pspawn_proc_stat((pid_t)pid, 4, 4, &ppid) < 0 ||
+            (pid_t)ppid != getpid())
+            continue;
+        if (holds_scope_socket((pid_t)pid, inodes, n))
+            kill((pid_t)pid, SIGTERM);
+    }
+    if (d)
+        closedir(d);
+}
+
+static int parse(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        { "intercept", no_argument, NULL, 'I' }, { "after", required_argument, NULL, 'a' },
+        { "idle", required_argument, NULL, 'i' }, { "skip", required_argument, NULL, 's' },
+        { "options", required_argument, NULL, 'o' }, { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    int c;
+    char msg[256], *end;
+    while ((c = getopt_long(argc, argv, "+o:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'I': break;
+        case 'a':
+            if (strtol(optarg, &end, 10) < 1 || *end) {
+                fprintf(stderr, "%s: invalid --after '%s' (a count, 1 or more)\n", progname,
+                        optarg);
+                return -2;
+            }
+            if (set_env(ROUTE_ENV_AFTER, optarg))
+                return -1;
+            break;
+        case 'i': {
+            double s = strtod(optarg, &end);
+            if (*end || !(s > 0) || s > 86400) {
+                fprintf(stderr, "%s: invalid --idle '%s' (seconds, more than 0 and at most "
+                        "86400)\n", progname, optarg);
+                return -2;
+            }
+            if (set_env(ROUTE_ENV_IDLE, optarg))
+                return -1;
+            break;
+        }
+        case 's':
+            if (set_env(ROUTE_ENV_SKIP, optarg))
+                return -1;
+            break;
+        case 'o':
+            if (pspawn_options_check(optarg, msg, sizeof msg) != 0) {
+                fprintf(stderr, "%s: invalid --options '%s': %s\n", progname, optarg, msg);
+                return -2;
+            }
+            if (set_env("PSPAWN_OPTIONS", optarg))
+                return -1;
+            break;
+        case 'h': intercept_usage(stdout); return 0;
+        default: intercept_usage(stderr); return -2;
+        }
+    }
+    if (optind >= argc) {
+        intercept_usage(stderr);
+        return -2;
+    }
+    return optind;
+}
+
+int cli_intercept(int argc, char **argv)
+{
+    int first = parse(argc, argv);
+    if (first <= 0)
+        return first == 0 ? 0 : first == -2 ? 2 : 1;
+    char table[128];
+    if (preload_interceptor() < 0 || make_scope(table, sizeof table) < 0)
+        return 1;
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    /* Our dispositions pass to the launcher as they were: set ours after. */
+    sigset_t all, old;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, &old);
+    launcher = fork();
+    if (launcher == 0) {
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        execvp(argv[first], argv + first);
+        int e = errno;
+        fprintf(stderr, "%s: %s: %s\n", progname, argv[first], strerror(e));
+        _exit(e == ENOENT ? 127 : 126);
+    }
+    if (launcher < 0) {
+        perror(progname);
+        unlink(table);
+        return 1;
+    }
+    static const int fwd[] = { SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2 };
+    struct sigaction sa = { .sa_sigaction = forward, .sa_flags = SA_SIGINFO | SA_RESTART };
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof fwd / sizeof fwd[0]; i++) {
+        struct sigaction was;
+        if (sigaction(fwd[i], NULL, &was) == 0 && was.sa_handler != SIG_IGN)
+            sigaction(fwd[i], &sa, NULL);
+    }
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    int status = 0;
+    for (;;) {
+        int st;
+        pid_t pid = waitpid(-1, &st, 0);
+        if (pid < 0 && errno == EINTR)
+            continue;
+        if (pid < 0 || pid == launcher) {
+            status = st;
+            break;
+        }
+        /* an adopted orphan (a zygote that ended, or a task of one) */
+    }
+    stop_zygotes(getenv(ROUTE_ENV_SCOPE));
+    unlink(table);
+    signal(SIGINT, SIG_DFL);
+    if (WIFSIGNALED(status)) {
+        signal(WTERMSIG(status), SIG_DFL);
+        raise(WTERMSIG(status));
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}

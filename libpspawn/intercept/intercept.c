@@ -1,0 +1,426 @@
+/*
+ * libpspawn-intercept.so: preloaded into a launcher that nobody here
+ * wrote (make, xargs, GNU parallel, Python's subprocess, mpiexec.hydra,
+ * prterun...), it routes the launcher's starts of one program, from the
+ * Nth on, through a zygote of that program, and changes nothing else.
+ *
+ * What is intercepted, and how:
+ *  - execve, execv, execvp, execvpe, execl, execle, execlp: in the process
+ *    that is about to become the program (a fork or vfork child of the
+ *    launcher, or a shell that execs a command).  A routed exec runs the
+ *    static stand-in pspawn-standin instead, with the same argv and
+ *    environment plus PSPAWN_STANDIN_EXEC=PATH: the process the launcher
+ *    knows stays the one it knows, hands its task's state (fds, cwd,
+ *    limits, signal state, ...) to the zygote, passes signals on and ends
+ *    as the task ends.  This is all a vfork child may do: the wrapper
+ *    uses the stack and system calls only, and vfork itself is not
+ *    wrapped (a wrapper's return would pull the stack from under the
+ *    parent).  An exec of the stand-in that fails is followed by the
+ *    exec asked for, so every error is exec's own.
+ *  - posix_spawn, posix_spawnp: in the launcher; a routed one spawns the
+ *    stand-in with the caller's file actions and attributes (glibc
+ *    applies them to the stand-in, which hands the result on).
+ *  - system() and popen() are not wrapped: glibc starts /bin/sh through
+ *    its internal posix_spawn, and the command the shell execs is routed
+ *    at that exec.
+ *  - kill(): a launcher's kill() of one of its stand-ins goes as
+ *    sigqueue() with a mark, so that the stand-in passes it on, while a
+ *    signal to the process group (which reaches the task itself) is not
+ *    passed on twice.
+ *  - Nothing else: fork(), vfork(), clone(), execveat() and fexecve()
+ *    pass through, and so does every launch that is not routed.
+ *
+ * The zygote is never the launcher's child, nor any of its children's
+ * (pspawn-standin starts it through a child that exits): a launcher's
+ * wait(-1) never sees it.
+ */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "execargs.h"
+#include "intercept.h"
+#include "route.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+extern char **environ;
+
+typedef int (*execve_fn)(const char *, char *const[], char *const[]);
+typedef int (*execvpe_fn)(const char *, char *const[], char *const[]);
+typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+                        const posix_spawnattr_t *, char *const[], char *const[]);
+typedef int (*kill_fn)(pid_t, int);
+
+/* Read in the constructor, never written after: a vfork child reads it. */
+static struct {
+    execve_fn execve;
+    execvpe_fn execvpe;
+    spawn_fn posix_spawn, posix_spawnp;
+    kill_fn kill;
+    int active;             /* routing on */
+    int debug;
+    unsigned after;         /* route from the Nth start on */
+    char standin[PATH_MAX];
+    char skip[2048];        /* PSPAWN_INTERCEPT_SKIP, ':' between entries */
+    char table_path[128];
+} cfg;
+
+/* A line on stderr with PSPAWN_DEBUG (write(2) only: may run in a vfork
+ * child). */
+static void debug_line(const char *what, const char *path)
+{
+    if (!cfg.debug)
+        return;
+    char buf[PATH_MAX + 128];
+    int n = snprintf(buf, sizeof buf, "pspawn-intercept[%d]: %s %s\n", (int)getpid(), what, path);
+    if (n > 0 && write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1) < 0) {
+        /* nowhere to say it */
+    }
+}
+
+static int skipped(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    for (const char *p = cfg.skip; *p;) {
+        size_t n = strcspn(p, ":");
+        if (n && ((strlen(path) == n && !strncmp(p, path, n)) ||
+                  (strlen(base) == n && !strncmp(p, base, n))))
+            return 1;
+        p += n + (p[n] == ':');
+    }
+    return 0;
+}
+
+/* Whether the start of PATH with ARGV and ENVP goes through a stand-in.
+ * Counts the start. */
+static int wanted(const char *path, char *const argv[], char *const envp[])
+{
+    if (!cfg.active || !route_table || !path || !argv || !argv[0])
+        return 0;
+    size_t envc = 0;
+    for (; envp && envp[envc]; envc++)
+        if (!strncmp(envp[envc], "PSPAWN_ZYGOTE_", 14) ||
+            !strncmp(envp[envc], ROUTE_ENV_EXEC "=", sizeof ROUTE_ENV_EXEC))
+            return 0;   /* a zygote's own exec (a sub-zygote), or a stand-in's */
+    if (skipped(path))
+        return 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0)
+        return 0;
+    struct stat st;
+    struct statfs sf;
+    int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+    struct route_program *e = ok ? route_program_entry(route_program_key(&st, envp)) : NULL;
+    if (e) {
+        unsigned starts = __atomic_add_fetch(&e->starts, 1, __ATOMIC_ACQ_REL);
+        uint32_t v = __atomic_load_n(&e->verdict, __ATOMIC_ACQUIRE);
+        if (v == ROUTE_UNKNOWN) {
+            uint32_t unknown = ROUTE_UNKNOWN;
+            v = route_elf_dynamic(fd, &st) ? ROUTE_YES : ROUTE_NO;
+            __atomic_compare_exchange_n(&e->verdict, &unknown, v, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE);
+        }
+        /* Exec must be able to run it, or its own error is the answer. */
+        ok = v == ROUTE_YES && starts >= cfg.after &&
+             faccessat(AT_FDCWD, path, X_OK, AT_EACCESS) == 0 &&
+             fstatfs(fd, &sf) == 0 && !(sf.f_flags & ST_NOEXEC);
+    } else {
+        ok = 0;
+    }
+    close(fd);
+    if (!ok)
+        return 0;
+    struct rlimit stack;
+    uint64_t limit = getrlimit(RLIMIT_STACK, &stack) == 0 ? stack.rlim_cur : RLIM_INFINITY;
+    return pspawn_args_too_big_plus(cfg.standin, argv, envp, limit,
+                                    sizeof ROUTE_ENV_EXEC + strlen(path) + 1, 1) == 0;
+}
+
+/* ENVP with PSPAWN_STANDIN_EXEC=PATH added, into OUT (ENVC + 2 slots)
+ * and VAR; false if PATH does not fit. */
+static int standin_env(char **out, char *var, size_t varlen, const char *path,
+                       char *const envp[], size_t envc)
+{
+    if (sizeof ROUTE_ENV_EXEC + strlen(path) + 1 > varlen)
+        return 0;
+    memcpy(var, ROUTE_ENV_EXEC "=", sizeof ROUTE_ENV_EXEC);
+    strcpy(var + sizeof ROUTE_ENV_EXEC, path);
+    for (size_t i = 0; i < envc; i++)
+        out[i] = envp[i];
+    out[envc] = var;
+    out[envc + 1] = NULL;
+    return 1;
+}
+
+static size_t count(char *const v[])
+{
+    size_t n = 0;
+    while (v && v[n])
+        n++;
+    return n;
+}
+
+/* An exec in the process that becomes the program (it may be a vfork
+ * child): the stand-in if routed, else (or if that exec fails) as asked. */
+static int routed_execve(const char *path, char *const argv[], char *const envp[])
+{
+    if (wanted(path, argv, envp)) {
+        size_t envc = count(envp);
+        char *env[envc + 2];
+        char var[sizeof ROUTE_ENV_EXEC + PATH_MAX + 1];
+        if (standin_env(env, var, sizeof var, path, envp, envc)) {
+            debug_line("routed:", path);
+            cfg.execve(cfg.standin, argv, env);
+        }
+    }
+    return cfg.execve(path, argv, envp);
+}
+
+EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+    return routed_execve(path, argv, envp);
+}
+
+EXPORT int execv(const char *path, char *const argv[])
+{
+    return routed_execve(path, argv, environ);
+}
+
+/* The file execvp would run for FILE, as glibc searches PATH (the
+ * caller's: execvpe too searches its caller's PATH, not ENVP's): the
+ * first that exists and may be executed, into BUF; 0 if none. */
+static int search_path(const char *file, char *buf, size_t len)
+{
+    if (strchr(file, '/')) {
+        if (strlen(file) >= len)
+            return 0;
+        strcpy(buf, file);
+        return 1;
+    }
+    const char *path = getenv("PATH");
+    if (!path)
+        path = "/bin:/usr/bin";
+    size_t flen = strlen(file);
+    for (const char *p = path;; p++) {
+        const char *end = strchr(p, ':');
+        size_t dlen = end ? (size_t)(end - p) : strlen(p);
+        if (dlen + flen + 2 <= len) {
+            memcpy(buf, p, dlen);
+            if (dlen)
+                buf[dlen++] = '/';
+            memcpy(buf + dlen, file, flen + 1);
+            struct stat st;
+            if (stat(buf, &st) == 0 && S_ISREG(st.st_mode) &&
+                faccessat(AT_FDCWD, buf, X_OK, AT_EACCESS) == 0)
+                return 1;
+        }
+        if (!end)
+            return 0;
+        p = end;
+    }
+}
+
+static int routed_execvpe(const char *file, char *const argv[], char *const envp[])
+{
+    char path[PATH_MAX];
+    if (file && *file && search_path(file, path, sizeof path) &&
+        wanted(path, argv, envp)) {
+        size_t envc = count(envp);
+        char *env[envc + 2];
+        char var[sizeof ROUTE_ENV_EXEC + PATH_MAX + 1];
+        if (standin_env(env, var, sizeof var, path, envp, envc)) {
+            debug_line("routed:", path);
+            cfg.execve(cfg.standin, argv, env);
+        }
+    }
+    return cfg.execvpe(file, argv, envp);
+}
+
+EXPORT int execvp(const char *file, char *const argv[])
+{
+    return routed_execvpe(file, argv, environ);
+}
+
+EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+    return routed_execvpe(file, argv, envp);
+}
+
+/* The execl family: the arguments into an argv on the stack. */
+#define ARGV_FROM_VA(arg, ap, argv)                                      \
+    size_t argc_ = 1;                                                    \
+    va_start(ap, arg);                                                   \
+    while (va_arg(ap, char *))                                           \
+        argc_++;                                                         \
+    va_end(ap);                                                          \
+    char *argv[argc_ + 1];                                               \
+    argv[0] = (char *)arg;                                               \
+    va_start(ap, arg);                                                   \
+    for (size_t i_ = 1; i_ <= argc_; i_++)                               \
+        argv[i_] = va_arg(ap, char *);
+
+EXPORT int execl(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    ARGV_FROM_VA(arg, ap, argv)
+    va_end(ap);
+    return routed_execve(path, argv, environ);
+}
+
+EXPORT int execlp(const char *file, const char *arg, ...)
+{
+    va_list ap;
+    ARGV_FROM_VA(arg, ap, argv)
+    va_end(ap);
+    return routed_execvpe(file, argv, environ);
+}
+
+EXPORT int execle(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    ARGV_FROM_VA(arg, ap, argv)
+    char *const *envp = va_arg(ap, char *const *);
+    va_end(ap);
+    return routed_execve(path, argv, envp);
+}
+
+/* A launcher that became a child subreaper since it started would adopt
+ * its zygotes: it is asked again at each spawn it makes itself. */
+static int adopts_orphans(void)
+{
+    int sub = 0;
+    return getpid() == 1 || (prctl(PR_GET_CHILD_SUBREAPER, &sub, 0, 0, 0) == 0 && sub);
+}
+
+static int routed_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+                        const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+    size_t envc = count(envp);
+    char *env[envc + 2];
+    char var[sizeof ROUTE_ENV_EXEC + PATH_MAX + 1];
+    if (!standin_env(env, var, sizeof var, path, envp, envc))
+        return -1;
+    debug_line("routed (posix_spawn):", path);
+    /* Not retried with PATH on failure: the caller's file actions (an
+     * O_EXCL open...) would run twice.  The stand-in was found at start. */
+    return cfg.posix_spawn(pid, cfg.standin, fa, attr, argv, env);
+}
+
+EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+                       const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+    if (!adopts_orphans() && wanted(path, argv, envp)) {
+        int r = routed_spawn(pid, path, fa, attr, argv, envp);
+        if (r >= 0)
+            return r;
+    }
+    return cfg.posix_spawn(pid, path, fa, attr, argv, envp);
+}
+
+EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+                        const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+    char path[PATH_MAX];
+    if (*file && !adopts_orphans() && search_path(file, path, sizeof path) &&
+        wanted(path, argv, envp)) {
+        int r = routed_spawn(pid, path, fa, attr, argv, envp);
+        if (r >= 0)
+            return r;
+    }
+    return cfg.posix_spawnp(pid, file, fa, attr, argv, envp);
+}
+
+EXPORT int kill(pid_t pid, int sig)
+{
+    if (pid > 0 && route_standin_is(pid)) {
+        union sigval mark = { .sival_int = PSPAWN_KILL_MARK };
+        return sigqueue(pid, sig, mark);
+    }
+    return cfg.kill(pid, sig);
+}
+
+static int env_off(const char *name)
+{
+    const char *v = getenv(name);
+    return v && (!strcmp(v, "off") || !strcmp(v, "0") || !strcmp(v, "no"));
+}
+
+/* A new scope's name, in our environment for every process below us. */
+static const char *new_scope(void)
+{
+    unsigned char raw[ROUTE_SCOPE_LEN / 2];
+    static char hex[ROUTE_SCOPE_LEN + 1];
+    if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
+        return NULL;
+    for (size_t i = 0; i < sizeof raw; i++)
+        snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+    return setenv(ROUTE_ENV_SCOPE, hex, 1) == 0 ? hex : NULL;
+}
+
+__attribute__((constructor)) static void intercept_init(void)
+{
+    cfg.execve = (execve_fn)dlsym(RTLD_NEXT, "execve");
+    cfg.execvpe = (execvpe_fn)dlsym(RTLD_NEXT, "execvpe");
+    cfg.posix_spawn = (spawn_fn)dlsym(RTLD_NEXT, "posix_spawn");
+    cfg.posix_spawnp = (spawn_fn)dlsym(RTLD_NEXT, "posix_spawnp");
+    cfg.kill = (kill_fn)dlsym(RTLD_NEXT, "kill");
+    if (!cfg.execve || !cfg.execvpe || !cfg.posix_spawn || !cfg.posix_spawnp || !cfg.kill)
+        abort();    /* no libc under us: nothing could run */
+    const char *dbg = getenv("PSPAWN_DEBUG");
+    cfg.debug = dbg && *dbg && strcmp(dbg, "0") != 0;
+    if (env_off(ROUTE_ENV_OFF))
+        return;
+    const char *standin = getenv(ROUTE_ENV_STANDIN);
+    snprintf(cfg.standin, sizeof cfg.standin, "%s",
+             standin && *standin ? standin : PSPAWN_STANDIN_PATH);
+    const char *after = getenv(ROUTE_ENV_AFTER);
+    char *end;
+    long n = after ? strtol(after, &end, 10) : 2;
+    cfg.after = after && (*end || n < 1 || n > 1000000) ? 2 : (unsigned)n;
+    const char *skip = getenv(ROUTE_ENV_SKIP);
+    snprintf(cfg.skip, sizeof cfg.skip, "%s", skip ? skip : "");
+    const char *scope = getenv(ROUTE_ENV_SCOPE);
+    int made = !scope || !*scope;
+    if (made && !(scope = new_scope()))
+        return;
+    /* Only a new scope makes its table: one that is gone has ended (a
+     * process that outlives it routes nothing). */
+    if (route_attach(scope, made) < 0) {
+        debug_line("no scope table; nothing is routed:", scope);
+        return;
+    }
+    /* A bare LD_PRELOAD: the process that made the scope removes its
+     * table at its end, even if it exec'd another program since. */
+    if (made)
+        __atomic_store_n(&route_table->creator, (int32_t)getpid(), __ATOMIC_RELEASE);
+    route_table_path(scope, cfg.table_path, sizeof cfg.table_path);
+    cfg.active = access(cfg.standin, X_OK) == 0 && !adopts_orphans();
+    if (!cfg.active)
+        debug_line("nothing is routed: no stand-in at, or we adopt orphans:", cfg.standin);
+}
+
+/* The scope a process made ends with it (children of its own that exit
+ * through exit() leave it; `pspawn --intercept` removes its own). */
+__attribute__((destructor)) static void intercept_fini(void)
+{
+    if (route_table && __atomic_load_n(&route_table->creator, __ATOMIC_ACQUIRE) == getpid())
+        unlink(cfg.table_path);
+}

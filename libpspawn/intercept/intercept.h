@@ -1,0 +1,15 @@
+/*
+ * What the interception library and its stand-in agree on beyond the
+ * scope's table (route.h).
+ */
+#ifndef PSPAWN_INTERCEPT_H
+#define PSPAWN_INTERCEPT_H
+
+/* The value a launcher's kill() of a stand-in carries (sigqueue): such a
+ * signal was meant for this one process, and is passed on to the task. */
+#define PSPAWN_KILL_MARK 0x70736b6c    /* "pskl" */
+
+/* The zygote's idle limit when PSPAWN_INTERCEPT_IDLE does not say. */
+#define PSPAWN_INTERCEPT_IDLE_S 10
+
+#endif

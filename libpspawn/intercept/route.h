@@ -1,0 +1,84 @@
+/*
+ * Which launches the interception library routes through a zygote, and
+ * the memory that every process of one interception scope shares.
+ *
+ * A scope is one launcher run under `pspawn --intercept` (or under a bare
+ * LD_PRELOAD of libpspawn-intercept.so: the first process that loads it
+ * makes the scope).  Its processes count, together, how often each
+ * program was started, in a small table in /dev/shm named after the user
+ * and the scope's random name (PSPAWN_INTERCEPT_SCOPE): a program is
+ * routed from its Nth start on.  The table also lists the pids of the
+ * scope's stand-ins (so that a launcher's kill() of one can be told from
+ * a kill() of its process group) and what the stand-ins learnt cannot
+ * have a zygote.
+ *
+ * Everything here may run in a vfork child, between vfork and exec: it
+ * calls only system calls and atomics, on the stack.
+ */
+#ifndef PSPAWN_ROUTE_H
+#define PSPAWN_ROUTE_H
+
+#include <limits.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#define ROUTE_ENV_SCOPE   "PSPAWN_INTERCEPT_SCOPE"   /* the scope's name (16 hex digits) */
+#define ROUTE_ENV_AFTER   "PSPAWN_INTERCEPT_AFTER"   /* route from the Nth start (default 2) */
+#define ROUTE_ENV_IDLE    "PSPAWN_INTERCEPT_IDLE"    /* a zygote's idle limit, s (default 10) */
+#define ROUTE_ENV_SKIP    "PSPAWN_INTERCEPT_SKIP"    /* paths or names never routed */
+#define ROUTE_ENV_STANDIN "PSPAWN_INTERCEPT_STANDIN" /* pspawn-standin (default: installed) */
+#define ROUTE_ENV_OFF     "PSPAWN_INTERCEPT"         /* "off", "0" or "no": pass everything */
+/* Given by a routed exec to the stand-in it becomes: the program it
+ * stands in for.  The stand-in takes it out of its environment. */
+#define ROUTE_ENV_EXEC    "PSPAWN_STANDIN_EXEC"
+#define ROUTE_SCOPE_LEN   16
+
+#define ROUTE_PROGRAMS 1024
+#define ROUTE_STANDINS 4096
+
+enum route_verdict {
+    ROUTE_UNKNOWN = 0,
+    ROUTE_YES = 1,          /* a dynamic ELF executable a zygote may serve */
+    ROUTE_NO = 2,           /* not one (static, set-id, a script...) */
+    ROUTE_REFUSED = 3,      /* a stand-in found its zygote cannot start */
+};
+
+struct route_program {
+    uint64_t key;           /* 0: free */
+    uint32_t starts;
+    uint32_t verdict;       /* enum route_verdict */
+};
+
+#define ROUTE_MAGIC 0x70737274u /* "psrt" */
+struct route_shared {
+    uint32_t magic, size;
+    int32_t creator;        /* the process that made the scope: its end ends it */
+    struct route_program program[ROUTE_PROGRAMS];
+    int32_t standin[ROUTE_STANDINS];    /* pids; 0: free */
+};
+
+/* The scope's shared table: mapped by route_attach, NULL if there is none
+ * (no /dev/shm, or a file someone else owns: nothing is routed). */
+extern struct route_shared *route_table;
+
+/* Map the table of SCOPE (creating it if CREATE): 0, or -1. */
+int route_attach(const char *scope, int create);
+/* The table's path for SCOPE, into BUF. */
+void route_table_path(const char *scope, char *buf, size_t len);
+
+/* A program's key in the table: the file ST says it is, and the loader's
+ * variables of ENVP (in any order). */
+uint64_t route_program_key(const struct stat *st, char *const envp[]);
+/* The entry of KEY, added if need be; NULL when the table is full. */
+struct route_program *route_program_entry(uint64_t key);
+/* Whether the file at PATH (open as FD, ST) is a dynamic ELF executable of
+ * our machine, neither set-id nor with file capabilities. */
+int route_elf_dynamic(int fd, const struct stat *st);
+
+/* The scope's stand-ins: their pids. */
+void route_standin_add(pid_t pid);
+void route_standin_remove(pid_t pid);
+int route_standin_is(pid_t pid);
+
+#endif

@@ -1,0 +1,283 @@
+/*
+ * pspawn-standin: what a launcher's child execs, instead of the program,
+ * when libpspawn-intercept.so routes the launch (PSPAWN_STANDIN_EXEC
+ * names the program; argv and the rest of the environment are the
+ * task's).  It is the process the launcher knows: it hands the zygote of
+ * its scope everything exec would have given the task (argv,
+ * environment, cwd, umask, limits, affinity, signal mask and ignored
+ * signals, process group, every inherited fd at its own number), passes
+ * on the signals meant for it alone, and ends as the task ended.  The
+ * first stand-in of a program starts its zygote, which nobody waits on:
+ * it ends after PSPAWN_INTERCEPT_IDLE seconds without a task.  Whenever
+ * the zygote cannot serve, the stand-in execs the program itself.
+ *
+ * Static, so that it needs nothing from the task's environment (and the
+ * interception library, preloaded there, is not loaded here).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "hash.h"
+#include "identity.h"
+#include "intercept.h"
+#include "internal.h"
+#include "pidfd.h"
+#include "route.h"
+
+extern char **environ;
+
+static int debug;
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+    if (!debug)
+        return;
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "pspawn-standin[%d]: %s\n", (int)getpid(), buf);
+}
+
+static void log_line(const char *msg)
+{
+    say("%s", msg);
+}
+
+/* What exec would have done: no stand-in any more, the program itself. */
+static void __attribute__((noreturn)) exec_plain(const char *path, char **argv, const char *why)
+{
+    if (why)
+        say("plain exec of %s: %s", path, why);
+    route_standin_remove(getpid());
+    execve(path, argv, environ);
+    int e = errno;
+    fprintf(stderr, "pspawn-standin: %s: %s\n", path, strerror(e));
+    _exit(e == ENOENT ? 127 : 126);
+}
+
+/* Our variable, copied, its value wiped in the block that
+ * /proc/PID/environ shows, and dropped: the task gets the environment
+ * the launcher gave. */
+static char *take_var(const char *name)
+{
+    const char *v = getenv(name);
+    char *copy = v ? strdup(v) : NULL;
+    size_t n = strlen(name);
+    for (char **e = environ; *e; e++)
+        if (!strncmp(*e, name, n) && (*e)[n] == '=')
+            memset(*e + n + 1, 0, strlen(*e + n + 1));
+    unsetenv(name);
+    return copy;
+}
+
+/* Remember, for the whole scope, that PATH cannot have a zygote: its
+ * later launches are not routed. */
+static void refuse_program(const char *path, uint32_t verdict)
+{
+    struct stat st;
+    struct route_program *e;
+    if (stat(path, &st) == 0 && (e = route_program_entry(route_program_key(&st, environ))))
+        __atomic_store_n(&e->verdict, verdict, __ATOMIC_RELEASE);
+}
+
+/* The name of the scope's zygote for this launch: the user, the scope,
+ * and the program's identity with what a fork of a zygote keeps of its
+ * exec (group ids; the session, which a task can join only from within,
+ * unless it leads one of its own: NEW_SESSION). */
+static int zygote_key(const char *path, char **argv, const char *scope, const char *options,
+                      int new_session, char *key, size_t len)
+{
+    struct stat st;
+    if (stat(path, &st) < 0)
+        return -1;
+    uint64_t h = pspawn_program_identity(geteuid(), path, &st, argv, environ, options);
+    pid_t sid = new_session ? 0 : getsid(0);
+    gid_t gid = getegid(), groups[256];
+    int ng = getgroups(256, groups);
+    pspawn_hash(&h, &sid, sizeof sid);
+    pspawn_hash(&h, &gid, sizeof gid);
+    if (ng > 0)
+        pspawn_hash(&h, groups, (size_t)ng * sizeof groups[0]);
+    int n = snprintf(key, len, "i%u.%s.%016llx", (unsigned)geteuid(), scope,
+                     (unsigned long long)h);
+    return n > 0 && (size_t)n < len ? 0 : -1;
+}
+
+/* While the task runs: the signals we take and whom they are for. */
+struct signals {
+    int fd;
+    sigset_t set;
+    pid_t task;
+    int task_pidfd;
+    int own_group;          /* the task is not in our process group */
+};
+
+/* Whether a signal that reached us was meant for us alone, and so is the
+ * task's: not one the terminal or the launcher sent our whole process
+ * group (the task is in it and had it too).  The launcher's kill() of us
+ * alone comes marked by the interception library (sigqueue). */
+static int meant_for_us(const struct signals *s, const struct signalfd_siginfo *si)
+{
+    if (si->ssi_code == SI_KERNEL)
+        return 0;
+    if (s->own_group)
+        return 1;
+    if (si->ssi_code == SI_QUEUE && si->ssi_int == PSPAWN_KILL_MARK)
+        return 1;
+    return !(si->ssi_code == SI_USER && (pid_t)si->ssi_pid == getppid());
+}
+
+/* Stop as a stopped task would show to the launcher: by the same signal. */
+static void stop_like(struct signals *s, int sig)
+{
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    signal(sig, SIG_DFL);
+    sigprocmask(SIG_UNBLOCK, &one, NULL);
+    raise(sig);
+    sigprocmask(SIG_BLOCK, &s->set, NULL);
+}
+
+static void take_signals(void *arg)
+{
+    struct signals *s = arg;
+    struct signalfd_siginfo si;
+    while (read(s->fd, &si, sizeof si) == (ssize_t)sizeof si) {
+        int sig = (int)si.ssi_signo;
+        if (meant_for_us(s, &si)) {
+            say("passing signal %d on to task %d", sig, (int)s->task);
+            if (s->task_pidfd >= 0)
+                syscall(SYS_pidfd_send_signal, s->task_pidfd, sig, NULL, 0);
+            else
+                kill(s->task, sig);
+        }
+        if (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU)
+            stop_like(s, sig);
+    }
+}
+
+/* Every signal a task could be sent, but those the kernel raises for
+ * what a process does itself (and SIGCHLD: our own children's). */
+static void relayed_set(sigset_t *set)
+{
+    sigfillset(set);
+    static const int own[] = { SIGKILL, SIGSTOP, SIGCHLD, SIGSEGV, SIGBUS, SIGFPE, SIGILL,
+                               SIGTRAP, SIGSYS, SIGPIPE };
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+        sigdelset(set, own[i]);
+}
+
+static long idle_ms(void)
+{
+    const char *v = getenv(ROUTE_ENV_IDLE);
+    char *end;
+    double s = v ? strtod(v, &end) : 0;
+    if (!v || *end || !(s > 0) || s > 86400)
+        s = PSPAWN_INTERCEPT_IDLE_S;
+    return (long)(s * 1000);
+}
+
+int main(int argc, char **argv)
+{
+    const char *dbg = getenv("PSPAWN_DEBUG");
+    debug = dbg && *dbg && strcmp(dbg, "0") != 0;
+    char *path = take_var(ROUTE_ENV_EXEC);
+    if (!path || argc < 1 || !argv[0]) {
+        fprintf(stderr, "pspawn-standin: started by libpspawn-intercept.so, not by hand\n");
+        return 127;
+    }
+    /* The name exec would have given us (our comm), for ps and top. */
+    const char *base = strrchr(path, '/');
+    prctl(PR_SET_NAME, base ? base + 1 : path, 0, 0, 0);
+    const char *scope = getenv(ROUTE_ENV_SCOPE);
+    if (!scope || route_attach(scope, 0) < 0)
+        exec_plain(path, argv, "no interception scope");
+    route_standin_add(getpid());
+    struct program prog;
+    if (pspawn_program_inspect(&prog, path) != 0)
+        exec_plain(path, argv, "the program cannot be inspected");
+    if (prog.fallback || prog.ninterp) {
+        refuse_program(path, ROUTE_NO);
+        exec_plain(path, argv, prog.fallback ? prog.fallback : "#! script: exec'd as is");
+    }
+    const char *options = getenv("PSPAWN_OPTIONS");
+    /* A launcher's child that leads a session of its own (setsid, as
+     * mpiexec.hydra's ranks): so does its task, in a session of its own. */
+    int new_session = getsid(0) == getpid();
+    char key[160];
+    if (zygote_key(path, argv, scope, options, new_session, key, sizeof key) < 0)
+        exec_plain(path, argv, "no name for its zygote");
+    struct pspawn_standin_client client = {
+        .path = path, .key = key, .token = scope, .local_tasks = "0", .options = options,
+        .argv = argv, .prog = &prog, .log = log_line, .detach = 1, .idle_ms = idle_ms(),
+    };
+    int sock = pspawn_standin_connect(&client);
+    if (sock < 0) {
+        if (client.start_failed)
+            refuse_program(path, ROUTE_REFUSED);
+        exec_plain(path, argv, "no zygote to serve the task");
+    }
+    int wait_ms = pspawn_standin_wait_ms();
+    struct timeval snd = { wait_ms / 1000, (wait_ms % 1000) * 1000 };
+    setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &snd, sizeof snd);
+    /* The task joins our process group, as it would be after exec (the
+     * zygote shares our session: our session is in its name), or leads a
+     * session of its own as we do; it dies with us if we are killed. */
+    struct pspawn_hold hold = { .held = 0 };
+    int err = pspawn_standin_send(sock, argv, scope, NULL, 0, &hold,
+                                  (new_session ? REQ_SETSID : REQ_SETPGROUP) | REQ_STANDIN_BOUND,
+                                  getpgrp());
+    if (err) {
+        char why[160];
+        snprintf(why, sizeof why, err == EMFILE ? "more inherited fds than a request passes"
+                 : "the request was not sent: %s", strerror(err));
+        exec_plain(path, argv, why);
+    }
+    const char *refused;
+    pid_t task = pspawn_standin_started(sock, wait_ms, &refused);
+    if (task < 0) {
+        pspawn_standin_go(&hold, 0);
+        close(sock);
+        exec_plain(path, argv, refused);
+    }
+    /* Held, the task cannot have exited: this pidfd is its own. */
+    struct signals sigs = { .task = task, .task_pidfd = (int)syscall(SYS_pidfd_open, task, 0),
+                            .own_group = new_session };
+    relayed_set(&sigs.set);
+    sigprocmask(SIG_BLOCK, &sigs.set, NULL);
+    sigs.fd = signalfd(-1, &sigs.set, SFD_CLOEXEC | SFD_NONBLOCK);
+    pspawn_standin_go(&hold, 1);
+    say("task %d (%s) forked by the zygote", (int)task, path);
+    struct pspawn_standin_signals from = { sigs.fd, take_signals, &sigs };
+    int status = pspawn_standin_task_status(sock, task, sigs.task_pidfd, wait_ms / 3, &from);
+    close(sock);
+    if (status == -1 && sigs.task_pidfd >= 0) {
+        say("lost the zygote: waiting for task %d through its pidfd", (int)task);
+        status = pspawn_standin_orphan_status(task, sigs.task_pidfd, &from);
+    }
+    route_standin_remove(getpid());
+    if (status == -1) {
+        fprintf(stderr, "pspawn-standin: lost the zygote before task %d ended: its exit "
+                "status is unknown (Linux 6.15 or later keeps it)\n", (int)task);
+        _exit(1);
+    }
+    pspawn_standin_exit_like(status);
+}

@@ -1,0 +1,186 @@
+/*
+ * A stand-in's life once its request is sent, for every stand-in (the
+ * Slurm shim, the interception library's pspawn-standin): hear that the
+ * task exists, wait for the zygote's word of its end while passing on the
+ * signals the stand-in takes, or wait for the task itself when the zygote
+ * is gone, and end as the task did.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "pidfd.h"
+#include "procfs.h"
+#include "unixsock.h"
+
+ssize_t pspawn_recv_within(int fd, void *buf, size_t len, int ms)
+{
+    struct pollfd p = { fd, POLLIN, 0 };
+    int r;
+    while ((r = poll(&p, 1, ms)) < 0 && errno == EINTR)
+        ;
+    if (r == 0) {
+        errno = ETIMEDOUT;
+        return -1;
+    }
+    return recv(fd, buf, len, MSG_DONTWAIT);
+}
+
+int pspawn_zygote_made(int sock, pid_t task)
+{
+    struct ucred zygote;
+    if (pspawn_peer_cred(sock, &zygote) != 0)
+        return 0;
+    /* Its child, or a sub-zygote's: fan-out nests at most a few levels. */
+    unsigned long long pid = (unsigned long long)task;
+    for (int depth = 0; depth < 4; depth++) {
+        if (pspawn_proc_stat((pid_t)pid, 4, 4, &pid) != 0 || pid <= 1)
+            return 0;
+        if ((pid_t)pid == zygote.pid)
+            return 1;
+    }
+    return 0;
+}
+
+pid_t pspawn_standin_started(int sock, int wait_ms, const char **why)
+{
+    struct standin_reply r;
+    ssize_t got = pspawn_recv_within(sock, &r, sizeof r, wait_ms);
+    if (got != (ssize_t)sizeof r || r.magic != PSPAWN_MAGIC || r.kind != STANDIN_STARTED) {
+        int timed_out = got < 0 && errno == ETIMEDOUT;
+        *why = got == 0 ? "zygote lost before it started the task"
+               : timed_out ? "zygote did not answer in time (3 x PSPAWN_TIMEOUT)"
+                           : "zygote refused the task";
+        return -1;
+    }
+    if (r.pid <= 0 || !pspawn_zygote_made(sock, r.pid)) {
+        *why = "zygote named a task that is not its child";
+        return -1;
+    }
+    return r.pid;
+}
+
+/* Whether TASK (not ours to wait for) has ended: gone, or a zombie. */
+static int task_ended(pid_t task)
+{
+    unsigned long long state;
+    return pspawn_proc_stat(task, 3, 3, &state) < 0 ? errno == ESRCH : state == 'Z';
+}
+
+static void take_signals(const struct pspawn_standin_signals *s, struct pollfd *p)
+{
+    if (s && (p->revents & POLLIN))
+        s->take(s->arg);
+}
+
+int pspawn_standin_task_status(int sock, pid_t task, int task_pidfd, int grace_ms,
+                               const struct pspawn_standin_signals *sig)
+{
+    double ended_at = -1;
+    for (;;) {
+        struct pollfd p[3] = { { sock, POLLIN, 0 }, { sig ? sig->fd : -1, POLLIN, 0 },
+                               { ended_at >= 0 ? -1 : task_pidfd, POLLIN, 0 } };
+        /* Without a pidfd (Linux before 5.3), a look each second. */
+        int r = poll(p, 3, ended_at >= 0 ? 1000 : task_pidfd < 0 ? 1000 : -1);
+        if (r < 0)
+            continue;
+        take_signals(sig, &p[1]);
+        if (p[0].revents)
+            break;
+        if (ended_at < 0 && (p[2].revents || (task_pidfd < 0 && task_ended(task))))
+            ended_at = pspawn_now_ms();
+        /* The task ended long ago, and no word: the zygote is gone (or
+         * stopped), whoever still holds its end of SOCK. */
+        if (ended_at >= 0 && pspawn_now_ms() - ended_at >= grace_ms)
+            return -1;
+    }
+    struct standin_reply rep;
+    ssize_t got = recv(sock, &rep, sizeof rep, MSG_DONTWAIT);
+    if (got == (ssize_t)sizeof rep && rep.magic == PSPAWN_MAGIC && rep.kind == STANDIN_EXITED &&
+        rep.pid == task)
+        return rep.status;
+    return -1;
+}
+
+/* PIDFD_GET_INFO (Linux 6.15): a process's exit status, read through a
+ * pidfd by anyone who holds one, even after another process reaped it. */
+struct standin_pidfd_info {
+    uint64_t mask, cgroupid;
+    uint32_t pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
+    int32_t exit_code;
+};
+#define STANDIN_PIDFD_GET_INFO _IOWR(0xFF, 11, struct standin_pidfd_info)
+#define STANDIN_PIDFD_INFO_EXIT 8u
+
+/* A task that has ended and is not reaped yet (its zygote stopped, or its
+ * new parent not at it yet) shows its wait status in /proc (stat field 52,
+ * exit_code); its pidfd, still alive after, says it was our task's. */
+static int zombie_status(pid_t task, int pidfd)
+{
+    unsigned long long state, code;
+    if (pspawn_proc_stat(task, 3, 3, &state) < 0 || state != 'Z' ||
+        pspawn_proc_stat(task, 52, 52, &code) < 0 ||
+        syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) != 0)
+        return -1;
+    return (int)code;
+}
+
+int pspawn_standin_orphan_status(pid_t task, int pidfd, const struct pspawn_standin_signals *sig)
+{
+    if (pidfd < 0)
+        return -1;
+    for (;;) {
+        struct pollfd p[2] = { { pidfd, POLLIN, 0 }, { sig ? sig->fd : -1, POLLIN, 0 } };
+        if (poll(p, 2, -1) < 0)
+            continue;
+        take_signals(sig, &p[1]);
+        if (p[0].revents)
+            break;
+    }
+    /* Exited; its exit status is kept once its new parent has reaped it. */
+    for (int tries = 0; tries < 200; tries++) {
+        int zombie = zombie_status(task, pidfd);
+        if (zombie >= 0)
+            return zombie;
+        struct standin_pidfd_info info;
+        memset(&info, 0, sizeof info);
+        info.mask = STANDIN_PIDFD_INFO_EXIT;
+        if (ioctl(pidfd, STANDIN_PIDFD_GET_INFO, &info) < 0 && errno != ESRCH)
+            return -1;      /* ENOTTY, EINVAL: a kernel before 6.15 */
+        if (info.mask & STANDIN_PIDFD_INFO_EXIT)
+            return info.exit_code;
+        struct timespec ts = { 0, 10 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+    return -1;
+}
+
+void pspawn_standin_exit_like(int status)
+{
+    if (WIFEXITED(status))
+        _exit(WEXITSTATUS(status));
+    if (WIFSIGNALED(status)) {
+        int sig = WTERMSIG(status);
+        struct rlimit no = { 0, 0 };
+        setrlimit(RLIMIT_CORE, &no);
+        signal(sig, SIG_DFL);
+        sigset_t s;
+        sigemptyset(&s);
+        sigaddset(&s, sig);
+        sigprocmask(SIG_UNBLOCK, &s, NULL);
+        raise(sig);
+        _exit(128 + sig);
+    }
+    _exit(1);
+}
