@@ -136,11 +136,20 @@ ok $? "default: the first start exec'd, the next four forked ($(forked default))
 ok $? "--skip NAME: never routed"
 
 # 20. Nothing is left behind: no zygote, no table.
+# tables NAME: how many of the tables the run NAME made are left.
+tables() {
+    for _s in $(sed -n 's/.*interception scope \([0-9a-f]*\).*/\1/p' "$tmp/$1.err"); do
+        ls "/dev/shm/pspawn-intercept.$(id -u).$_s" 2>/dev/null
+    done | wc -l
+}
 sleep 0.3
 left=$(pgrep -u "$(id -u)" -f "$task" | wc -l)
-tables=$(ls /dev/shm 2>/dev/null | grep -c "^pspawn-intercept\.$(id -u)\." || true)
-[ "$left" = 0 ] && [ "$tables" = 0 ]
-ok $? "after pspawn --intercept: no zygote ($left) and no table ($tables) left"
+t=0
+for run in fork vfork spawn threads system popen spawnp raise sigpid siggroup kill9 default skip; do
+    t=$((t + $(tables "$run")))
+done
+[ "$left" = 0 ] && [ "$t" = 0 ] && [ -n "$(sed -n 's/.*interception scope //p' "$tmp/fork.err")" ]
+ok $? "after pspawn --intercept: no zygote ($left) and no table ($t) left"
 
 # 21. A bare LD_PRELOAD makes its own scope, ends it at its end, and the
 #     zygote ends after its idle time.
@@ -150,11 +159,18 @@ ok $? "after pspawn --intercept: no zygote ($left) and no table ($tables) left"
 n=$(forked bare)
 sleep 1.5
 left=$(pgrep -u "$(id -u)" -f "$task" | wc -l)
-tables=$(ls /dev/shm 2>/dev/null | grep -c "^pspawn-intercept\.$(id -u)\." || true)
-[ "$n" = 4 ] && [ "$left" = 0 ] && [ "$tables" = 0 ] && grep -qx 'no other child' "$tmp/bare.out"
-ok $? "bare LD_PRELOAD: routed ($n of 4), no zygote ($left) nor table ($tables) after it"
+t=$(tables bare)
+[ "$n" = 4 ] && [ "$left" = 0 ] && [ "$t" = 0 ] && grep -qx 'no other child' "$tmp/bare.out" &&
+    grep -q 'made the interception scope' "$tmp/bare.err"
+ok $? "bare LD_PRELOAD: routed ($n of 4), no zygote ($left) nor table ($t) after it"
 
-# 22. Usage errors.
+# 22. A program with setenv of its own (bash binds shell variables with
+#     it): neither its zygote's variables nor its channels reach a task.
+"$pspawn" -n 2 /bin/bash -c 'env' >"$tmp/bash.env" 2>/dev/null
+! grep -q PSPAWN_ZYGOTE "$tmp/bash.env" && grep -q '^PATH=' "$tmp/bash.env"
+ok $? "bash forked from a zygote exports none of the zygote's variables"
+
+# 23. Usage errors.
 "$pspawn" --intercept --after 0 -- true 2>/dev/null
 [ $? = 2 ]
 ok $? "pspawn --intercept --after 0: a usage error (status 2)"

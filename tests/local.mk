@@ -277,5 +277,5 @@ tests_intercept_launcher_LDFLAGS = -pthread
 tests_intercept_task_SOURCES = tests/intercept-task.c
 tests_intercept_task_CFLAGS = $(launched_cflags_common)
 tests_intercept_task_LDFLAGS =
-TESTS += tests/intercept.sh
-EXTRA_DIST += tests/intercept.sh
+TESTS += tests/intercept.sh tests/intercept-launchers.sh
+EXTRA_DIST += tests/intercept.sh tests/intercept-launchers.sh

@@ -103,6 +103,8 @@ static int make_scope(char *table, size_t len)
                 strerror(errno));
         return -1;
     }
+    if (getenv("PSPAWN_DEBUG") && strcmp(getenv("PSPAWN_DEBUG"), "0"))
+        fprintf(stderr, "%s: interception scope %s (%s)\n", progname, scope, table);
     return set_env(ROUTE_ENV_SCOPE, scope);
 }
 

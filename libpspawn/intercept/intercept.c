@@ -372,7 +372,11 @@ static const char *new_scope(void)
         return NULL;
     for (size_t i = 0; i < sizeof raw; i++)
         snprintf(hex + 2 * i, 3, "%02x", raw[i]);
-    return setenv(ROUTE_ENV_SCOPE, hex, 1) == 0 ? hex : NULL;
+    /* libc's setenv: a program's own (bash's binds a shell variable before
+     * its main) would not put it in the environment its children get. */
+    int (*libc_setenv)(const char *, const char *, int) =
+        (int (*)(const char *, const char *, int))dlsym(RTLD_NEXT, "setenv");
+    return libc_setenv && libc_setenv(ROUTE_ENV_SCOPE, hex, 1) == 0 ? hex : NULL;
 }
 
 __attribute__((constructor)) static void intercept_init(void)
@@ -409,8 +413,10 @@ __attribute__((constructor)) static void intercept_init(void)
     }
     /* A bare LD_PRELOAD: the process that made the scope removes its
      * table at its end, even if it exec'd another program since. */
-    if (made)
+    if (made) {
         __atomic_store_n(&route_table->creator, (int32_t)getpid(), __ATOMIC_RELEASE);
+        debug_line("made the interception scope", scope);
+    }
     route_table_path(scope, cfg.table_path, sizeof cfg.table_path);
     cfg.active = access(cfg.standin, X_OK) == 0 && !adopts_orphans();
     if (!cfg.active)

@@ -106,6 +106,25 @@ static int find_libc_start(struct dl_phdr_info *info, size_t size, void *data)
     return 1; /* the first object is the main program */
 }
 
+/* libc's own setenv and unsetenv.  A program may define its own (bash
+ * does: they bind shell variables), which would win over libc's for our
+ * calls too; a variable bash bound before its main is then exported by
+ * every task, our channels' variables included. */
+typedef int (*setenv_fn)(const char *, const char *, int);
+typedef int (*unsetenv_fn)(const char *);
+static setenv_fn libc_setenv = setenv;
+static unsetenv_fn libc_unsetenv = unsetenv;
+
+static void bind_libc_env(void)
+{
+    setenv_fn set = (setenv_fn)dlsym(RTLD_NEXT, "setenv");
+    unsetenv_fn unset = (unsetenv_fn)dlsym(RTLD_NEXT, "unsetenv");
+    if (set && unset) {
+        libc_setenv = set;
+        libc_unsetenv = unset;
+    }
+}
+
 static void restore_env(void)
 {
     static const char *const pairs[][2] = {
@@ -115,25 +134,25 @@ static void restore_env(void)
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
         const char *user = getenv(pairs[i][1]);
         if (user)
-            setenv(pairs[i][0], user, 1);
+            libc_setenv(pairs[i][0], user, 1);
         else
-            unsetenv(pairs[i][0]);
-        unsetenv(pairs[i][1]);
+            libc_unsetenv(pairs[i][0]);
+        libc_unsetenv(pairs[i][1]);
     }
-    unsetenv(PSPAWN_ENV_SOCK);
-    unsetenv(PSPAWN_ENV_REPORT);
-    unsetenv(PSPAWN_ENV_LISTEN);
-    unsetenv(PSPAWN_ENV_TOKEN);
-    unsetenv(PSPAWN_ENV_TASKS);
-    unsetenv(PSPAWN_ENV_IDLE);
-    unsetenv(PSPAWN_ENV_PARENT);
-    unsetenv(PSPAWN_ENV_BASE);
-    unsetenv(PSPAWN_ENV_GROUP);
-    unsetenv(PSPAWN_ENV_FORWARD);
-    unsetenv(PSPAWN_ENV_REPLICA);
-    unsetenv(PSPAWN_ENV_TASK_CGROUP);
-    unsetenv(PSPAWN_ENV_PRELOAD_LIBS);
-    unsetenv(PSPAWN_ENV_EXEC);
+    libc_unsetenv(PSPAWN_ENV_SOCK);
+    libc_unsetenv(PSPAWN_ENV_REPORT);
+    libc_unsetenv(PSPAWN_ENV_LISTEN);
+    libc_unsetenv(PSPAWN_ENV_TOKEN);
+    libc_unsetenv(PSPAWN_ENV_TASKS);
+    libc_unsetenv(PSPAWN_ENV_IDLE);
+    libc_unsetenv(PSPAWN_ENV_PARENT);
+    libc_unsetenv(PSPAWN_ENV_BASE);
+    libc_unsetenv(PSPAWN_ENV_GROUP);
+    libc_unsetenv(PSPAWN_ENV_FORWARD);
+    libc_unsetenv(PSPAWN_ENV_REPLICA);
+    libc_unsetenv(PSPAWN_ENV_TASK_CGROUP);
+    libc_unsetenv(PSPAWN_ENV_PRELOAD_LIBS);
+    libc_unsetenv(PSPAWN_ENV_EXEC);
 }
 
 /* The environment we were exec'd with, for the sub-zygotes we may exec
@@ -235,7 +254,7 @@ static void restore_and_scrub_env(char **envp)
         char *eq = strchr(ours[i], '=');
         if (eq && in_environ(ours[i])) {
             char *name = strndup(ours[i], (size_t)(eq - ours[i]));
-            if (!name || setenv(name, eq + 1, 1) < 0 || in_environ(ours[i])) {
+            if (!name || libc_setenv(name, eq + 1, 1) < 0 || in_environ(ours[i])) {
                 free(name);
                 continue;   /* still used: left as it is */
             }
@@ -294,6 +313,7 @@ static void record_exec(char **argv, int argc)
 __attribute__((constructor)) static void proxy_init(int argc, char **argv, char **envp)
 {
     long sock, report, launcher, fd;
+    bind_libc_env();
     if (env_int(PSPAWN_ENV_PARENT, &launcher)) {
         if (!env_int(PSPAWN_ENV_SOCK, &sock))
             sock = -1;
