@@ -251,6 +251,15 @@ int main(int argc, char **argv)
                  : "the request was not sent: %s", strerror(err));
         exec_plain(path, argv, why);
     }
+    /* The zygote's hello, read after the request (pspawn_standin_connect
+     * left it): a zygote that is not ours for this task has its task
+     * cancelled before it ran. */
+    char why[256];
+    if (pspawn_standin_hello(&client, sock, why, sizeof why) != 0) {
+        pspawn_standin_go(&hold, 0);
+        close(sock);
+        exec_plain(path, argv, why);
+    }
     const char *refused;
     pid_t task = pspawn_standin_started(sock, wait_ms, &refused);
     if (task < 0) {

@@ -308,6 +308,10 @@ int pspawn_standin_connect(struct pspawn_standin_client *c);
  * task count), wait until it parks, make its fan-out, and let the lock go.
  * 0, or -1 (C's log says why; the step's stand-ins then exec). */
 int pspawn_standin_start_job(struct pspawn_standin_client *c, int lock_fd);
+/* The hello of the zygote behind FD (C->detach: pspawn_standin_connect
+ * did not read it): 0 if its loader's variables (and a warm
+ * interpreter's start-up ones) are ours, else -1 with WHY. */
+int pspawn_standin_hello(const struct pspawn_standin_client *c, int fd, char *why, size_t len);
 /* How long a stand-in waits for its zygote: 3 x PSPAWN_TIMEOUT (30 s by
  * default), in ms. */
 int pspawn_standin_wait_ms(void);

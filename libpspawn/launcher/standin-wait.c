@@ -71,6 +71,45 @@ pid_t pspawn_standin_started(int sock, int wait_ms, const char **why)
     return r.pid;
 }
 
+/* PIDFD_GET_INFO (Linux 6.15): a process's exit status, read through a
+ * pidfd by anyone who holds one, even after another process reaped it. */
+struct standin_pidfd_info {
+    uint64_t mask, cgroupid;
+    uint32_t pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
+    int32_t exit_code;
+};
+#define STANDIN_PIDFD_GET_INFO _IOWR(0xFF, 11, struct standin_pidfd_info)
+#define STANDIN_PIDFD_INFO_EXIT 8u
+
+/* A task that has ended and is not reaped yet (its zygote stopped, or its
+ * new parent not at it yet) shows its wait status in /proc (stat field 52,
+ * exit_code); its pidfd, still alive after, says it was our task's. */
+static int zombie_status(pid_t task, int pidfd)
+{
+    unsigned long long state, code;
+    if (pspawn_proc_stat(task, 3, 3, &state) < 0 || state != 'Z' ||
+        pspawn_proc_stat(task, 52, 52, &code) < 0 ||
+        syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) != 0)
+        return -1;
+    return (int)code;
+}
+
+/* TASK's wait status from its pidfd alone, once it has ended: as a zombie
+ * (any kernel), or reaped, through PIDFD_GET_INFO (Linux 6.15).  -1 when
+ * neither can tell (yet). */
+static int ended_status(pid_t task, int pidfd)
+{
+    int zombie = zombie_status(task, pidfd);
+    if (zombie >= 0)
+        return zombie;
+    struct standin_pidfd_info info;
+    memset(&info, 0, sizeof info);
+    info.mask = STANDIN_PIDFD_INFO_EXIT;
+    if (ioctl(pidfd, STANDIN_PIDFD_GET_INFO, &info) == 0 && (info.mask & STANDIN_PIDFD_INFO_EXIT))
+        return info.exit_code;
+    return -1;
+}
+
 /* Whether TASK (not ours to wait for) has ended: gone, or a zombie. */
 static int task_ended(pid_t task)
 {
@@ -98,8 +137,14 @@ int pspawn_standin_task_status(int sock, pid_t task, int task_pidfd, int grace_m
         take_signals(sig, &p[1]);
         if (p[0].revents)
             break;
-        if (ended_at < 0 && (p[2].revents || (task_pidfd < 0 && task_ended(task))))
+        if (ended_at < 0 && (p[2].revents || (task_pidfd < 0 && task_ended(task)))) {
+            /* Ended: its status from the kernel at once, not after the
+             * zygote, busy forking another task, has reaped it and said. */
+            int st = task_pidfd >= 0 ? ended_status(task, task_pidfd) : -1;
+            if (st >= 0)
+                return st;
             ended_at = pspawn_now_ms();
+        }
         /* The task ended long ago, and no word: the zygote is gone (or
          * stopped), whoever still holds its end of SOCK. */
         if (ended_at >= 0 && pspawn_now_ms() - ended_at >= grace_ms)
@@ -111,29 +156,6 @@ int pspawn_standin_task_status(int sock, pid_t task, int task_pidfd, int grace_m
         rep.pid == task)
         return rep.status;
     return -1;
-}
-
-/* PIDFD_GET_INFO (Linux 6.15): a process's exit status, read through a
- * pidfd by anyone who holds one, even after another process reaped it. */
-struct standin_pidfd_info {
-    uint64_t mask, cgroupid;
-    uint32_t pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
-    int32_t exit_code;
-};
-#define STANDIN_PIDFD_GET_INFO _IOWR(0xFF, 11, struct standin_pidfd_info)
-#define STANDIN_PIDFD_INFO_EXIT 8u
-
-/* A task that has ended and is not reaped yet (its zygote stopped, or its
- * new parent not at it yet) shows its wait status in /proc (stat field 52,
- * exit_code); its pidfd, still alive after, says it was our task's. */
-static int zombie_status(pid_t task, int pidfd)
-{
-    unsigned long long state, code;
-    if (pspawn_proc_stat(task, 3, 3, &state) < 0 || state != 'Z' ||
-        pspawn_proc_stat(task, 52, 52, &code) < 0 ||
-        syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) != 0)
-        return -1;
-    return (int)code;
 }
 
 int pspawn_standin_orphan_status(pid_t task, int pidfd, const struct pspawn_standin_signals *sig)
@@ -148,18 +170,15 @@ int pspawn_standin_orphan_status(pid_t task, int pidfd, const struct pspawn_stan
         if (p[0].revents)
             break;
     }
-    /* Exited; its exit status is kept once its new parent has reaped it. */
+    /* Exited; its exit status is kept once its new parent has reaped it
+     * (ESRCH until then), on kernels that keep it (6.15: ENOTTY before). */
     for (int tries = 0; tries < 200; tries++) {
-        int zombie = zombie_status(task, pidfd);
-        if (zombie >= 0)
-            return zombie;
-        struct standin_pidfd_info info;
-        memset(&info, 0, sizeof info);
-        info.mask = STANDIN_PIDFD_INFO_EXIT;
+        int st = ended_status(task, pidfd);
+        if (st >= 0)
+            return st;
+        struct standin_pidfd_info info = { .mask = STANDIN_PIDFD_INFO_EXIT };
         if (ioctl(pidfd, STANDIN_PIDFD_GET_INFO, &info) < 0 && errno != ESRCH)
-            return -1;      /* ENOTTY, EINVAL: a kernel before 6.15 */
-        if (info.mask & STANDIN_PIDFD_INFO_EXIT)
-            return info.exit_code;
+            return -1;
         struct timespec ts = { 0, 10 * 1000 * 1000 };
         nanosleep(&ts, NULL);
     }

@@ -207,13 +207,24 @@ static int cgroups_differ(pid_t zpid)
     return differ;
 }
 
+int pspawn_standin_hello(const struct pspawn_standin_client *c, int fd, char *why, size_t len)
+{
+    const char *differs = zygote_env_differs(c, fd, pspawn_standin_wait_ms(), why, len);
+    if (differs && differs != why)
+        snprintf(why, len, "%s", differs);
+    return differs ? -1 : 0;
+}
+
 /* Our connection to the step's zygote, which says hello first: -1 if it
- * is not one we may use (then C's log says why). */
+ * is not one we may use (then C's log says why).  A launcher's zygote's
+ * hello is read after the request (C->detach: its name already covers
+ * the loader's variables, so a mismatch is all but impossible, and the
+ * request need not wait a round trip of the zygote's). */
 static int use_zygote(const struct pspawn_standin_client *c, int fd)
 {
     char why[256];
-    const char *differs = fd < 0 ? NULL : zygote_env_differs(c, fd, pspawn_standin_wait_ms(),
-                                                             why, sizeof why);
+    const char *differs = fd < 0 || c->detach ? NULL
+                          : zygote_env_differs(c, fd, pspawn_standin_wait_ms(), why, sizeof why);
     struct ucred z;
     const char *ns;
     /* A job's zygote, or a launcher's, was started by another process

@@ -355,7 +355,9 @@ static void compact(void)
 }
 
 /* Reap what exited: our stand-ins' tasks (tell each stand-in) and, in the
- * root, sub-zygotes. */
+ * root, sub-zygotes.  The entries stay where they are (the serving loop
+ * compacts them after it has matched this round's poll results to them:
+ * compacting here made one stand-in's hang-up another's). */
 static void reap(void)
 {
     struct signalfd_siginfo si;
@@ -382,7 +384,6 @@ static void reap(void)
                 parked.groups[g].fwd = -1;
             }
     }
-    compact();
 }
 
 /* A new stand-in on the root's listening socket: only our own user, on
