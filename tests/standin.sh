@@ -176,8 +176,8 @@ done
 kill_batch 0 6
 
 # 8. The zygote killed after it forked a task and before it told the
-#    stand-in its pid (strace kills it as it sends that reply, its second
-#    send to the stand-in after its hello): the held
+#    stand-in its pid (strace kills it as it sends that reply, which
+#    carries the task's setup pipe: its first sendmsg): the held
 #    task must not keep the stand-in's connection open, so that the
 #    stand-in sees the zygote go, cancels the task and execs instead.
 if command -v strace >/dev/null && [ "$uid" = 0 ]; then
@@ -189,7 +189,7 @@ if command -v strace >/dev/null && [ "$uid" = 0 ]; then
         grep -q 'forked by the zygote' "$tmp/err8.0" && zpid=$(zygote_pid "$tmp/err8.0") && break
         sleep 0.02
     done
-    strace -qq -p "$zpid" -e trace=sendto -e inject=sendto:signal=KILL:when=2 -o "$tmp/strace8" 2>"$tmp/strace8.err" &
+    strace -qq -p "$zpid" -e trace=sendmsg -e inject=sendmsg:signal=KILL:when=1 -o "$tmp/strace8" 2>"$tmp/strace8.err" &
     spid=$!
     for _ in $(seq 250); do     # until strace has attached
         [ "$(awk '/^TracerPid:/ { print $2 }' "/proc/$zpid/status" 2>/dev/null)" = "$spid" ] && break

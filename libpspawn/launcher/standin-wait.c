@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
@@ -53,21 +54,81 @@ int pspawn_zygote_made(int sock, pid_t task)
     return 0;
 }
 
+/* One reply, within MS, with the fd it may carry (*FD, else -1). */
+static ssize_t recv_reply(int sock, struct standin_reply *r, int ms, int *fd)
+{
+    struct pollfd p = { sock, POLLIN, 0 };
+    int pr;
+    *fd = -1;
+    while ((pr = poll(&p, 1, ms)) < 0 && errno == EINTR)
+        ;
+    if (pr == 0) {
+        errno = ETIMEDOUT;
+        return -1;
+    }
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } ctl;
+    struct iovec iov = { r, sizeof *r };
+    struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+                        .msg_controllen = sizeof ctl.buf };
+    ssize_t got = recvmsg(sock, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    struct cmsghdr *c = got > 0 ? CMSG_FIRSTHDR(&m) : NULL;
+    if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+        c->cmsg_len == CMSG_LEN(sizeof(int)))
+        memcpy(fd, CMSG_DATA(c), sizeof *fd);
+    return got;
+}
+
+/* A held task's setup, told on its setup pipe SETUP: 0 once it waits for
+ * its go, else -1 with *WHY (it exited, or is killed when stuck). */
+static int setup_done(int setup, pid_t task, const char **why)
+{
+    static char buf[128];
+    struct pollfd p = { setup, POLLIN, 0 };
+    int pr, err = 0;
+    ssize_t got = -1;
+    while ((pr = poll(&p, 1, PSPAWN_SETUP_WAIT_MS)) < 0 && errno == EINTR)
+        ;
+    while (pr > 0 && (got = read(setup, &err, sizeof err)) < 0 && errno == EINTR)
+        ;
+    close(setup);
+    if (got == 0)
+        return 0;
+    if (pr == 0) {
+        kill(task, SIGKILL);    /* held: it ran nothing of its program */
+        *why = "the task's setup did not end in time";
+    } else {
+        snprintf(buf, sizeof buf, "the task's setup failed: %s",
+                 got == (ssize_t)sizeof err ? strerror(err) : "no word from it");
+        *why = buf;
+    }
+    return -1;
+}
+
 pid_t pspawn_standin_started(int sock, int wait_ms, const char **why)
 {
     struct standin_reply r;
-    ssize_t got = pspawn_recv_within(sock, &r, sizeof r, wait_ms);
+    int setup;
+    ssize_t got = recv_reply(sock, &r, wait_ms, &setup);
     if (got != (ssize_t)sizeof r || r.magic != PSPAWN_MAGIC || r.kind != STANDIN_STARTED) {
         int timed_out = got < 0 && errno == ETIMEDOUT;
+        if (setup >= 0)
+            close(setup);
         *why = got == 0 ? "zygote lost before it started the task"
                : timed_out ? "zygote did not answer in time (3 x PSPAWN_TIMEOUT)"
                            : "zygote refused the task";
         return -1;
     }
     if (r.pid <= 0 || !pspawn_zygote_made(sock, r.pid)) {
+        if (setup >= 0)
+            close(setup);
         *why = "zygote named a task that is not its child";
         return -1;
     }
+    if (setup >= 0 && setup_done(setup, r.pid, why) < 0)
+        return -1;
     return r.pid;
 }
 

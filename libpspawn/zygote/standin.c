@@ -39,9 +39,6 @@
  * stand-ins start together, and one that comes later starts a new zygote. */
 #define IDLE_MS 2000
 #define IDLE_STARTER_DONE_MS 300
-/* A task's setup, from its clone to the close of its error pipe, takes
- * milliseconds: one stopped in it (it never ran) must not stop us. */
-#define SETUP_WAIT_MS 10000
 
 /* A sub-zygote's load, sent to the root on each change: the root is idle
  * only when every sub-zygote has received what it forwarded and has
@@ -163,6 +160,7 @@ static int serve_one(struct client *c, const struct request_msg *msg, char *base
     const struct wire_request *w = (const struct wire_request *)base;
     struct child_setup tmpl;
     int detail = 0, err = 0, errpipe[2] = { -1, -1 };
+    int held = msg->size >= sizeof *w && (w->flags & REQ_HOLD);
     close(fds[0]);
     close(fds[1]);
     /* One of the step's stand-ins, whether we serve it or not. */
@@ -193,11 +191,21 @@ static int serve_one(struct client *c, const struct request_msg *msg, char *base
             err = errno;
         close(errpipe[1]);
         errpipe[1] = -1;
+        if (pid > 0 && held) {
+            /* Its stand-in waits for the setup (it may not run before the
+             * stand-in releases it anyway): we go on serving. */
+            zygote_drop_request(base, msg->size, go, fds + ZYGOTE_REQ_HEAD, nfds - ZYGOTE_REQ_HEAD);
+            c->task = pid;
+            struct standin_reply r = { PSPAWN_MAGIC, STANDIN_STARTED, (int32_t)pid, 0 };
+            pspawn_send_fds(c->fd, &r, sizeof r, &errpipe[0], 1);
+            close(errpipe[0]);
+            return 0;
+        }
         int child_err = 0;
         ssize_t got = -1;
         struct pollfd p = { errpipe[0], POLLIN, 0 };
         int pr;
-        while ((pr = poll(&p, 1, SETUP_WAIT_MS)) < 0 && errno == EINTR)
+        while ((pr = poll(&p, 1, PSPAWN_SETUP_WAIT_MS)) < 0 && errno == EINTR)
             ;
         while (pr > 0 && (got = read(errpipe[0], &child_err, sizeof child_err)) < 0 &&
                errno == EINTR)
