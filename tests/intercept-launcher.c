@@ -2,7 +2,8 @@
  * A launcher of the kinds libpspawn-intercept.so must not change
  * (tests/intercept.sh runs it plain and under pspawn --intercept and
  * compares): it starts a program N times by fork+execv, vfork+execve,
- * posix_spawn, posix_spawnp, system, popen or from 4 threads, each with
+ * fork+execveat (a directory fd and the name), fork+fexecve, posix_spawn,
+ * posix_spawnp, system, popen or from 4 threads, each with
  * INTERCEPT_TEST_VAR=i, /dev/null inherited at fd 5 and a close-on-exec
  * fd 6, and prints how each ended (exit code, signal, or the errno of a
  * failed exec).  At the end it checks, with waitpid(-1), that it has no
@@ -99,6 +100,47 @@ static pid_t by_fork(char **argv, char **env, int *err)
     return pid;
 }
 
+/* fork + execveat(directory fd, name) or fexecve(file fd). */
+static pid_t by_fd(char **argv, char **env, int *err, int whole_file)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", argv[0]);
+    char *slash = strrchr(dir, '/');
+    const char *name = slash ? slash + 1 : dir;
+    if (slash)
+        *slash = 0;
+    int fd = whole_file ? open(argv[0], O_RDONLY | O_CLOEXEC)
+                        : open(slash ? (dir[0] ? dir : "/") : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        *err = errno;
+        return -1;
+    }
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        exit(3);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(p[0]);
+        if (whole_file)
+            fexecve(fd, argv, env);
+        else
+            execveat(fd, name, argv, env, 0);
+        int e = errno;
+        if (write(p[1], &e, sizeof e) < 0)
+            _exit(126);
+        _exit(127);
+    }
+    close(p[1]);
+    close(fd);
+    *err = 0;
+    if (read(p[0], err, sizeof *err) == (ssize_t)sizeof *err) {
+        waitpid(pid, NULL, 0);
+        pid = -1;
+    }
+    close(p[0]);
+    return pid;
+}
+
 static pid_t by_vfork(char **argv, char **env, int *err)
 {
     static volatile int child_errno;
@@ -137,6 +179,8 @@ static void launch(const char *mode, int i, char **argv)
         pid = by_fork(argv, env, &err);
     else if (!strcmp(mode, "vfork"))
         pid = by_vfork(argv, env, &err);
+    else if (!strcmp(mode, "execveat") || !strcmp(mode, "fexecve"))
+        pid = by_fd(argv, env, &err, !strcmp(mode, "fexecve"));
     else if (!strcmp(mode, "spawn") || !strcmp(mode, "spawnp"))
         pid = by_spawn(argv, env, &err, !strcmp(mode, "spawnp"));
     free_env(env);

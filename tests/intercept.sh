@@ -38,11 +38,11 @@ routed() { grep -c 'routed.*intercept-task' "$tmp/$1.err"; }
 forked() { grep -c 'intercept-task) forked by the zygote' "$tmp/$1.err"; }
 
 # 1-7. Every way a launcher starts a program.
-for mode in fork vfork spawn threads forked system popen; do
+for mode in fork vfork execveat fexecve spawn threads forked system popen; do
     compare "$mode" "$launcher" "$mode" 8 "$task" exit 3
     ok $? "$mode: output, exit codes and fds as without interception"
 done
-for mode in fork vfork spawn threads system popen; do
+for mode in fork vfork execveat fexecve spawn threads system popen; do
     n=$(forked "$mode")
     [ "$n" = 8 ]
     ok $? "$mode: all 8 starts forked by a zygote ($n)"
@@ -77,7 +77,7 @@ printf '#!/bin/nonexistent\n' >"$tmp/badinterp"
 chmod +x "$tmp/badinterp"
 : >"$tmp/notexec"
 ok=0
-for mode in fork vfork spawn; do
+for mode in fork vfork execveat spawn; do
     for prog in "$tmp/missing" "$tmp/notexec" "$tmp/badinterp"; do
         compare "err-$mode" "$launcher" "$mode" 2 "$prog" || ok=1
         grep -q 'error' "$tmp/err-$mode.icpt" || ok=1
@@ -145,7 +145,7 @@ tables() {
 sleep 0.3
 left=$(pgrep -u "$(id -u)" -f "$task" | wc -l)
 t=0
-for run in fork vfork spawn threads system popen spawnp raise sigpid siggroup kill9 default skip; do
+for run in fork vfork execveat fexecve spawn threads system popen spawnp raise sigpid siggroup kill9 default skip; do
     t=$((t + $(tables "$run")))
 done
 [ "$left" = 0 ] && [ "$t" = 0 ] && [ -n "$(sed -n 's/.*interception scope //p' "$tmp/fork.err")" ]

@@ -27,8 +27,11 @@
  *    sigqueue() with a mark, so that the stand-in passes it on, while a
  *    signal to the process group (which reaches the task itself) is not
  *    passed on twice.
- *  - Nothing else: fork(), vfork(), clone(), execveat() and fexecve()
- *    pass through, and so does every launch that is not routed.
+ *  - execveat() and fexecve(): routed as execve() of the path their
+ *    directory fd or file fd stands for (/proc/self/fd), when that path
+ *    is still the same file; AT_SYMLINK_NOFOLLOW passes through.
+ *  - Nothing else: fork(), vfork() and clone() pass through, and so does
+ *    every launch that is not routed.
  *
  * The zygote is never the launcher's child, nor any of its children's
  * (pspawn-standin starts it through a child that exits): a launcher's
@@ -64,6 +67,8 @@ extern char **environ;
 
 typedef int (*execve_fn)(const char *, char *const[], char *const[]);
 typedef int (*execvpe_fn)(const char *, char *const[], char *const[]);
+typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int);
+typedef int (*fexecve_fn)(int, char *const[], char *const[]);
 typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
                         const posix_spawnattr_t *, char *const[], char *const[]);
 typedef int (*kill_fn)(pid_t, int);
@@ -72,6 +77,8 @@ typedef int (*kill_fn)(pid_t, int);
 static struct {
     execve_fn execve;
     execvpe_fn execvpe;
+    execveat_fn execveat;
+    fexecve_fn fexecve;
     spawn_fn posix_spawn, posix_spawnp;
     kill_fn kill;
     int active;             /* routing on */
@@ -202,6 +209,69 @@ EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 EXPORT int execv(const char *path, char *const argv[])
 {
     return routed_execve(path, argv, environ);
+}
+
+/* The path that DIRFD and PATH (execveat's) stand for, into BUF: the
+ * directory's or file's path through /proc/self/fd, checked to be the
+ * same file still (a deleted file or a memfd has none).  0 if none. */
+static int path_at(int dirfd, const char *path, int flags, char *buf, size_t len)
+{
+    if (flags & ~AT_EMPTY_PATH)
+        return 0;   /* AT_SYMLINK_NOFOLLOW: exec's own answer */
+    if (path[0] == '/' || (dirfd == AT_FDCWD && path[0])) {
+        if (strlen(path) >= len)
+            return 0;
+        strcpy(buf, path);
+        return 1;
+    }
+    char link[64];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", dirfd);
+    ssize_t n = readlink(link, buf, len - 1);
+    if (n <= 0 || buf[0] != '/')
+        return 0;
+    buf[n] = 0;
+    struct stat via_fd, via_path;
+    if (fstat(dirfd, &via_fd) < 0 || stat(buf, &via_path) < 0 ||
+        via_fd.st_dev != via_path.st_dev || via_fd.st_ino != via_path.st_ino)
+        return 0;
+    if (!path[0])
+        return (flags & AT_EMPTY_PATH) && S_ISREG(via_fd.st_mode);
+    size_t at = (size_t)n, plen = strlen(path);
+    if (!S_ISDIR(via_fd.st_mode) || at + 1 + plen >= len)
+        return 0;
+    buf[at] = '/';
+    memcpy(buf + at + 1, path, plen + 1);
+    return 1;
+}
+
+/* execveat's and fexecve's routing: as execve of the path they stand for. */
+static void route_at(int dirfd, const char *path, int flags, char *const argv[],
+                     char *const envp[])
+{
+    char resolved[PATH_MAX];
+    if (path && path_at(dirfd, path, flags, resolved, sizeof resolved) &&
+        wanted(resolved, argv, envp)) {
+        size_t envc = count(envp);
+        char *env[envc + 2];
+        char var[sizeof ROUTE_ENV_EXEC + PATH_MAX + 1];
+        if (standin_env(env, var, sizeof var, resolved, envp, envc)) {
+            debug_line("routed:", resolved);
+            cfg.execve(cfg.standin, argv, env);
+        }
+    }
+}
+
+EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
+                    int flags)
+{
+    route_at(dirfd, path, flags, argv, envp);
+    return cfg.execveat(dirfd, path, argv, envp, flags);
+}
+
+EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+    route_at(fd, "", AT_EMPTY_PATH, argv, envp);
+    return cfg.fexecve(fd, argv, envp);
 }
 
 /* The file execvp would run for FILE, as glibc searches PATH (the
@@ -383,10 +453,13 @@ __attribute__((constructor)) static void intercept_init(void)
 {
     cfg.execve = (execve_fn)dlsym(RTLD_NEXT, "execve");
     cfg.execvpe = (execvpe_fn)dlsym(RTLD_NEXT, "execvpe");
+    cfg.execveat = (execveat_fn)dlsym(RTLD_NEXT, "execveat");
+    cfg.fexecve = (fexecve_fn)dlsym(RTLD_NEXT, "fexecve");
     cfg.posix_spawn = (spawn_fn)dlsym(RTLD_NEXT, "posix_spawn");
     cfg.posix_spawnp = (spawn_fn)dlsym(RTLD_NEXT, "posix_spawnp");
     cfg.kill = (kill_fn)dlsym(RTLD_NEXT, "kill");
-    if (!cfg.execve || !cfg.execvpe || !cfg.posix_spawn || !cfg.posix_spawnp || !cfg.kill)
+    if (!cfg.execve || !cfg.execvpe || !cfg.execveat || !cfg.fexecve || !cfg.posix_spawn ||
+        !cfg.posix_spawnp || !cfg.kill)
         abort();    /* no libc under us: nothing could run */
     const char *dbg = getenv("PSPAWN_DEBUG");
     cfg.debug = dbg && *dbg && strcmp(dbg, "0") != 0;

@@ -15,17 +15,16 @@ if ! c1 "command -v prterun >/dev/null && command -v pspawn >/dev/null && test -
 fi
 
 # pboth NAME ARGS: `prterun --host c1:4 ARGS` with PRRTE's default ODLS,
-# plain ($tmp/NAME.plain) and intercepted ($tmp/NAME.icpt, the stand-ins'
-# debug lines in $tmp/NAME.err); exit codes in $rc_plain and $rc_icpt.
+# plain ($tmp/NAME.plain) and intercepted ($tmp/NAME.icpt); exit codes in
+# $rc_plain and $rc_icpt.  (No PSPAWN_DEBUG: the stand-ins' lines would
+# mix with prterun's own in one stream.)
 pboth() {
     local name=$1 args=$2
     c1 "prterun --host c1:4 --prtemca odls $(odls_name default) $args" >"$tmp/$name.plain" 2>&1
     rc_plain=$?
-    c1 "PSPAWN_DEBUG=1 pspawn --intercept --after 1 --idle 2 -- prterun --host c1:4 \
-        --prtemca odls $(odls_name default) $args" >"$tmp/$name.out" 2>&1
+    c1 "pspawn --intercept --after 1 --idle 2 -- prterun --host c1:4 \
+        --prtemca odls $(odls_name default) $args" >"$tmp/$name.icpt" 2>&1
     rc_icpt=$?
-    grep -E '^pspawn(-intercept|-standin)?\[?[0-9]*\]?:' "$tmp/$name.out" >"$tmp/$name.err"
-    grep -vE '^pspawn(-intercept|-standin)?\[?[0-9]*\]?:' "$tmp/$name.out" >"$tmp/$name.icpt"
 }
 
 # A routed rank's parent is its zygote, not prterun, and it is a member,
@@ -44,21 +43,24 @@ same() {
     else
         ok 1 "$2 (exit $rc_plain plain, $rc_icpt intercepted)"
         diag_file "$tmp/$1.diff" 20
-        diag_file "$tmp/$1.err" 10
     fi
 }
 
 pboth hello "-n 4 --bind-to none ./mpix hello"
 same hello "prterun -n 4 mpix hello: the ranks' output and exit code as without interception"
-n=$(grep -c 'forked 1$' "$tmp/hello.icpt")
-[ "$n" = 4 ] && [ "$(grep -c 'forked 0$' "$tmp/hello.plain")" = 4 ]
+n=$(grep -ac 'forked 1$' "$tmp/hello.icpt")
+[ "$n" = 4 ] && [ "$(grep -ac 'forked 0$' "$tmp/hello.plain")" = 4 ]
 ok $? "prterun intercepted: all 4 ranks forked by a zygote ($n), none without"
 
-pboth exit3 "-n 4 ./mpix exit3"
-same exit3 "prterun: a rank's exit code 3 reaches prterun as without"
+# prterun's own report of a failed rank comes or not from run to run
+# (about 1 in 6 plain runs here lacks it): the exit codes are compared.
+pboth exit3 "-n 4 --bind-to none ./mpix exit3"
+[ "$rc_plain" = 3 ] && [ "$rc_icpt" = 3 ]
+ok $? "prterun: a rank's exit code 3 reaches prterun as without ($rc_plain, $rc_icpt)"
 
-pboth abort "-n 4 ./mpix abort"
-same abort "prterun: MPI_Abort(7) ends the job as without"
+pboth abort "-n 4 --bind-to none ./mpix abort"
+[ "$rc_plain" = 7 ] && [ "$rc_icpt" = 7 ]
+ok $? "prterun: MPI_Abort(7) ends the job with 7 as without ($rc_plain, $rc_icpt)"
 
 sleep 1
 left=$(docker exec pspawn-c1 bash -c "pgrep -u alice -f '$E2E/mpix|prted|prterun' | wc -l")
