@@ -1,21 +1,24 @@
 #!/bin/bash
 # bench/intercept.sh BUILD PROG N REPEATS CSV: a launcher nobody here
-# wrote, `xargs -P2 -n1`, running PROG N times, plain and under
-# `pspawn --intercept`, with posix_spawn and the zygote-fork floor of the
-# same program (bench/spawnbench) beside them: REPEATS rounds, the order
-# of the four turned each round, medians reported.  The target:
+# wrote, `xargs -P2 -n1`, running PROG N times, plain and intercepted,
+# with posix_spawn and the zygote-fork floor of the same program
+# (bench/spawnbench) beside them: REPEATS rounds, the order of the four
+# turned each round, medians reported.  The target:
 #   plain / intercepted >= 0.7 x posix_spawn / floor.
+# Intercepted is xargs with libpspawn-intercept.so preloaded, which is what
+# `pspawn --intercept` does (a build tree's pspawn is a libtool wrapper
+# that would give xargs and every task its LD_LIBRARY_PATH, which plain
+# xargs has not); PSPAWN_INTERCEPT_IDLE=1 ends each run's zygote.
 # bench/run --intercept runs it on its 500-library program; it writes CSV
 # rows "scheme,n,repeat,ms_per_task" to CSV and prints the table.
 set -euo pipefail
 build=$1 prog=$2 n=$3 repeats=$4 csv=$5
-pspawn=$build/libpspawn/pspawn
 spawnbench=$build/bench/spawnbench
 export PSPAWN_PROXY=${PSPAWN_PROXY:-$build/libpspawn/.libs/libpspawn-proxy.so}
 export PSPAWN_INTERCEPT_LIB=${PSPAWN_INTERCEPT_LIB:-$build/libpspawn/.libs/libpspawn-intercept.so}
 export PSPAWN_INTERCEPT_STANDIN=${PSPAWN_INTERCEPT_STANDIN:-$build/libpspawn/pspawn-standin}
 export PSPAWN_TOPOLOGY=${PSPAWN_TOPOLOGY:-$build/libpspawn/pspawn-topology}
-for f in "$pspawn" "$spawnbench" "$PSPAWN_INTERCEPT_LIB" "$PSPAWN_INTERCEPT_STANDIN" "$prog"; do
+for f in "$spawnbench" "$PSPAWN_INTERCEPT_LIB" "$PSPAWN_INTERCEPT_STANDIN" "$prog"; do
     [[ -e $f ]] || { echo "bench/intercept.sh: no $f" >&2; exit 1; }
 done
 
@@ -45,7 +48,7 @@ for ((r = 1; r <= repeats; r++)); do
             echo "xargs,$n,$r,$ms" >>"$csv"
             printf '  [%d/%d] %-20s %9s ms/task\n' "$r" "$repeats" "xargs" "$ms" >&2 ;;
         2)
-            ms=$(xargs_run "$pspawn" --intercept --)
+            ms=$(xargs_run env LD_PRELOAD="$PSPAWN_INTERCEPT_LIB" PSPAWN_INTERCEPT_IDLE=1)
             echo "xargs-intercepted,$n,$r,$ms" >>"$csv"
             printf '  [%d/%d] %-20s %9s ms/task\n' "$r" "$repeats" "xargs-intercepted" "$ms" >&2 ;;
         esac
