@@ -154,6 +154,10 @@ struct pspawn_zygote {
     int start_core;
     char **start_env;
     int stale;              /* a zygote exited: a library it loaded was replaced on disk */
+    /* The launch (batch.h) whose requests are in flight: the one reader
+     * of the report pipe until it has none (a session's tasks go on
+     * without it). */
+    const void *in_use;
 };
 
 /* The launcher's state at the time of a call, merged with an attribute
@@ -255,10 +259,6 @@ int pspawn_send_standin(int sock, const struct call *c, pspawn_task_t *task,
                         const char *token, struct pspawn_hold *hold);
 /* Let the held task run (RUN) or exit 127 without running (!RUN). */
 void pspawn_standin_go(struct pspawn_hold *hold, int run);
-
-/* request.c: the vector spawn through the context's zygotes. */
-int pspawn_run_vector(struct pspawn_zygote *z, pspawn_task_t *tasks, size_t n,
-                      const struct call *c);
 
 /* topology.c */
 /* Split the CPUs the caller may use into groups as O's fanout asks.  0, or
