@@ -120,7 +120,7 @@ tests_zygote_kill_CFLAGS = $(AM_CFLAGS) -pthread
 tests_zygote_kill_LDADD = libpspawn/libpspawn.la
 tests_zygote_kill_LDFLAGS = $(driver_link_flags) -pthread
 
-tests_fanout_SOURCES = tests/fanout.c tests/tap.h
+tests_fanout_SOURCES = tests/fanout.c tests/tap.h tests/procs.h
 tests_fanout_LDADD = libpspawn/libpspawn.la
 tests_fanout_LDFLAGS = $(driver_link_flags)
 
