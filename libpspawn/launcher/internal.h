@@ -446,5 +446,9 @@ void pspawn_debug(const struct pspawn_zygote *z, const char *fmt, ...)
 uint64_t pspawn_sigset_to_u64(const sigset_t *s);
 int pspawn_env_true(const char *name);
 double pspawn_now_ms(void);
+/* Reap the child PIDFD refers to if it has exited (WNOHANG): 1, with its
+ * wait status (as waitpid's) in *STATUS; 0 while it runs; -1 if it is no
+ * child of ours to reap (someone else reaped it). */
+int pspawn_pidfd_try_reap(int pidfd, int *status);
 
 #endif

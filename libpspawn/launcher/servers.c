@@ -22,10 +22,6 @@
 #include "go.h"
 #include "pidfd.h"
 
-#ifndef P_PIDFD
-#define P_PIDFD 3
-#endif
-
 int pspawn_batch_servers_resize(struct batch *b)
 {
     int ns = b->z->servers ? b->z->topo.ngroups : 0;
@@ -179,15 +175,10 @@ void pspawn_batch_reap_cancelled(struct batch *b)
     double now = pspawn_now_ms();
     for (size_t i = 0; i < b->ncancelled;) {
         struct cancelled_task *c = &b->cancelled[i];
-        siginfo_t si;
-        memset(&si, 0, sizeof si);
+        int status;
         /* By its pidfd: a caller that reaps every child itself may have
          * reaped it, and its pid be another's now. */
-        int r;
-        while ((r = waitid((idtype_t)P_PIDFD, (id_t)c->pidfd, &si, WEXITED | WNOHANG)) < 0 &&
-               errno == EINTR)
-            ;
-        if ((r == 0 && si.si_pid == 0) && now < c->deadline) {
+        if (pspawn_pidfd_try_reap(c->pidfd, &status) == 0 && now < c->deadline) {
             i++;
             continue;
         }

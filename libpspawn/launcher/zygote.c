@@ -24,10 +24,6 @@
 #include "internal.h"
 #include "pidfd.h"
 
-#ifndef P_PIDFD
-#define P_PIDFD 3
-#endif
-
 void pspawn_debug(const struct pspawn_zygote *z, const char *fmt, ...)
 {
     if (!z->debug)
