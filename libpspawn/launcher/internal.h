@@ -194,6 +194,9 @@ struct call {
 /* attr.c */
 int pspawn_call_init(struct call *c, const pspawn_attr_t *attr,
                      char *const envp[]);
+/* A deep copy of SRC (NULL: defaults) into DST, for a launch that
+ * outlives the caller's object.  0 or ENOMEM. */
+int pspawn_attr_copy(pspawn_attr_t *dst, const pspawn_attr_t *src);
 
 /* inspect.c */
 int pspawn_program_inspect(struct program *p, const char *path);
