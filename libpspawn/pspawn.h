@@ -259,10 +259,11 @@ int pspawn_vector(pspawn_context_t *ctx, pspawn_task_t *tasks, size_t n,
  * and runs none twice, as for pspawn_vector(); a cancelled task either
  * runs once or never.
  *
- * While a session has tasks PENDING it alone reads its context's zygotes:
- * another session's submit and the synchronous calls on that context
- * return EBUSY until then.  A session is used by one thread at a time,
- * and its context must outlive it. */
+ * While a session has tasks PENDING (or requests still in flight after
+ * them) it alone talks to its context's zygotes: another session's submit
+ * and the synchronous calls on that context return EBUSY until
+ * pspawn_session_wait(PSPAWN_WAIT_LAUNCHED) would return 0.  A session is
+ * used by one thread at a time, and its context must outlive it. */
 typedef struct pspawn_session pspawn_session_t;
 
 /* The session reaps its tasks (waitid(2) on a pidfd of each, watched by
@@ -356,8 +357,8 @@ typedef struct pspawn_session_counts {
 void pspawn_session_counts(const pspawn_session_t *session, pspawn_session_counts_t *counts);
 
 #define PSPAWN_WAIT_EVENT    0  /* a change is there for pspawn_session_next() */
-#define PSPAWN_WAIT_LAUNCHED 1  /* no task is PENDING */
-#define PSPAWN_WAIT_EXITED   2  /* every task FAILED or EXITED (needs REAP) */
+#define PSPAWN_WAIT_LAUNCHED 1  /* no task is PENDING, the context is free */
+#define PSPAWN_WAIT_EXITED   2  /* that, and every task FAILED or EXITED (needs REAP) */
 /* Progress, blocking, until UNTIL holds or TIMEOUT_MS (< 0: no limit)
  * passed.  Returns 0 when it holds, ETIMEDOUT, or EINVAL (NULL session,
  * unknown UNTIL, PSPAWN_WAIT_EXITED without PSPAWN_SESSION_REAP).

@@ -454,9 +454,10 @@ static int reached(const pspawn_session_t *s, int until)
 {
     if (until == PSPAWN_WAIT_EVENT)
         return s->head < s->nev;
-    if (until == PSPAWN_WAIT_LAUNCHED)
-        return s->counts.pending == 0;
-    return s->counts.pending == 0 && s->counts.spawned == 0;
+    /* ... and the context free for other launches: the zygotes' last
+     * words on the requests come right after the last task's. */
+    int launched = s->counts.pending == 0 && !pspawn_batch_busy(&s->b);
+    return launched && (until == PSPAWN_WAIT_LAUNCHED || s->counts.spawned == 0);
 }
 
 int pspawn_session_wait(pspawn_session_t *s, int until, int timeout_ms)
