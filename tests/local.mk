@@ -269,7 +269,7 @@ EXTRA_DIST += tests/standin-hardening.sh tests/standin-case7.sh tests/standin-ca
 # The launch session (pspawn_session_*): asynchronous submit, the fd,
 # per-task states, cancel, zygotes killed mid-session, 10,000 tasks.
 check_PROGRAMS += tests/session
-tests_session_SOURCES = tests/session.c tests/tap.h tests/procs.h
+tests_session_SOURCES = tests/session.c tests/session.h tests/tap.h tests/procs.h
 tests_session_LDADD = libpspawn/libpspawn.la
 tests_session_LDFLAGS = $(driver_link_flags)
 TESTS += tests/session

@@ -5,209 +5,29 @@
  * child, with its own argv, env and CPU set), FAILED (with its errno and
  * a reason) or, reaped by the session, EXITED with its own wait status;
  * a cancel mid-batch, and SIGKILL of the root zygote or of a sub-zygote
- * mid-session, lose no task and run none twice; 10,000 tasks through one
+ * mid-session, lose no task and run none twice, nor a SIGSTOP of the
+ * root, found hung through the session's fd alone (its timer); 10,000 tasks through one
  * session leave no fd behind; the synchronous calls are refused (EBUSY)
- * only while a session has tasks pending.
+ * only while a session has tasks pending; several submits, a pid hook,
+ * the exec path.
  *
  * Each task that must run exactly once appends "RANK PID" to one shared
  * file with a single write (tests/task append), RANK its index.
  *
  * Uses $TESTS_BUILDDIR/task.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "procs.h"
-#include "pspawn.h"
-#include "tap.h"
-
-enum { MAXT = 2000 };
-
-static char task[PATH_MAX], dir[] = "/tmp/pspawn-session.XXXXXX", file[128];
-
-/* What the events said of each task. */
-struct seen {
-    int spawned, failed, exited, out_of_order;
-    pid_t pid;
-    int parent_ok;          /* its parent was us when we learnt its pid */
-    int error, has_reason, status;
-};
-static struct seen seen[MAXT];
-static int stray_events;
-
-/* Per-task argv, env and CPU set, kept until the session is done. */
-static char rank_env[MAXT][32], code_arg[MAXT][16], label_arg[MAXT][32];
-static char *envs[MAXT][2], *argvs[MAXT][6];
-static cpu_set_t sets[MAXT];
-static pspawn_task_t tasks[MAXT];
-
-static int open_fds(void)
-{
-    int n = 0;
-    DIR *d = opendir("/proc/self/fd");
-    struct dirent *e;
-    while (d && (e = readdir(d)))
-        n += e->d_name[0] != '.';
-    if (d)
-        closedir(d);
-    return n - 1;   /* the directory's own */
-}
-
-static void drain(pspawn_session_t *s, size_t base, size_t n)
-{
-    pspawn_task_status_t st;
-    while (pspawn_session_next(s, &st)) {
-        if (st.index < base || st.index >= base + n) {
-            stray_events++;
-            continue;
-        }
-        struct seen *x = &seen[st.index - base];
-        if (st.state == PSPAWN_TASK_SPAWNED) {
-            x->spawned++;
-            x->pid = st.pid;
-            /* Not reaped yet: the session reaps in a later progress. */
-            x->parent_ok = parent_of(st.pid) == (long)getpid();
-            if (st.pidfd >= 0)
-                close(st.pidfd);
-        } else if (st.state == PSPAWN_TASK_FAILED) {
-            x->failed++;
-            x->error = st.error;
-            x->has_reason = st.reason && *st.reason;
-        } else if (st.state == PSPAWN_TASK_EXITED) {
-            x->exited++;
-            x->out_of_order += !x->spawned;
-            x->status = st.wait_status;
-        } else {
-            stray_events++;
-        }
-    }
-}
-
-/* The caller's loop: poll the fd, progress, take the events, until UNTIL
- * holds (PSPAWN_WAIT_*) or TIMEOUT_MS.  Returns 0 or ETIMEDOUT. */
-static int run_loop(pspawn_session_t *s, size_t base, size_t n, int until, int timeout_ms)
-{
-    struct timespec t0, t;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (;;) {
-        pspawn_session_progress(s);
-        drain(s, base, n);
-        pspawn_session_counts_t c;
-        pspawn_session_counts(s, &c);
-        if (c.pending == 0 && (until == PSPAWN_WAIT_LAUNCHED || c.spawned == 0))
-            return 0;
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        long ms = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
-        if (ms >= timeout_ms)
-            return ETIMEDOUT;
-        struct pollfd p = { pspawn_session_fd(s), POLLIN, 0 };
-        poll(&p, 1, 1000);
-    }
-}
-
-static void reset_seen(void)
-{
-    memset(seen, 0, sizeof seen);
-    stray_events = 0;
-}
-
-/* Tasks 0..N-1 run ARGV0 MODE [ARG], with PSPAWN_RANK=i. */
-static void make_tasks(int n, const char *mode, const char *arg)
-{
-    memset(tasks, 0, sizeof tasks);
-    for (int i = 0; i < n; i++) {
-        snprintf(rank_env[i], sizeof rank_env[i], "PSPAWN_RANK=%d", i);
-        envs[i][0] = rank_env[i];
-        envs[i][1] = NULL;
-        argvs[i][0] = task;
-        argvs[i][1] = (char *)mode;
-        argvs[i][2] = (char *)arg;
-        argvs[i][3] = NULL;
-        tasks[i].argv = argvs[i];   /* ends at the first NULL */
-        tasks[i].envp = envs[i];
-    }
-}
-
-/* The ranks in FILE: each 0..N-1 once, written by the pid the session
- * gave it, or not at all for a task that failed.  Returns the number of
- * wrong ranks (missing, twice, by another pid, run though failed). */
-static pspawn_session_t *new_session(pspawn_context_t *ctx, unsigned flags)
-{
-    pspawn_session_t *s;
-    int rc = pspawn_session_create(&s, ctx, flags);
-    if (rc)
-        tap_bail("pspawn_session_create: %s", strerror(rc));
-    reset_seen();
-    return s;
-}
-
-/* Submit tasks 0..N-1 with an attr of FLAGS only (copied: destroyed at
- * once). */
-static int submit_flagged(pspawn_session_t *s, int n, unsigned flags)
-{
-    pspawn_attr_t attr;
-    pspawn_attr_init(&attr);
-    pspawn_attr_setflags(&attr, flags);
-    int rc = pspawn_session_submit(s, tasks, (size_t)n, &attr, NULL, NULL);
-    pspawn_attr_destroy(&attr);
-    return rc;
-}
-
-/* Tasks 0..N-1 run "task exit BASE+i". */
-static void make_exit_tasks(int n, int base)
-{
-    make_tasks(n, "exit", NULL);
-    for (int i = 0; i < n; i++) {
-        snprintf(code_arg[i], sizeof code_arg[i], "%d", base + i);
-        argvs[i][2] = code_arg[i];
-    }
-}
-
-static int check_ranks(int n, int *ran)
-{
-    static int count[MAXT];
-    static long by[MAXT];
-    memset(count, 0, sizeof count);
-    FILE *f = fopen(file, "re");
-    char line[128];
-    int bad = 0;
-    while (f && fgets(line, sizeof line, f)) {
-        int r;
-        long pid;
-        if (sscanf(line, "%d %ld", &r, &pid) != 2 || r < 0 || r >= n) {
-            bad++;
-            continue;
-        }
-        count[r]++;
-        by[r] = pid;
-    }
-    if (f)
-        fclose(f);
-    *ran = 0;
-    for (int r = 0; r < n; r++) {
-        *ran += count[r] > 0;
-        if (seen[r].spawned == 1 && !seen[r].failed)
-            bad += count[r] != 1 || by[r] != (long)seen[r].pid;
-        else if (seen[r].failed == 1 && !seen[r].spawned)
-            bad += count[r] != 0;
-        else
-            bad++;
-    }
-    unlink(file);
-    return bad;
-}
+#include "session.h"
 
 /* Submit returns before the tasks are created; the fd becomes readable;
  * each task, reaped by the session, exits with its own code. */
@@ -333,6 +153,7 @@ static void per_task_cpus(pspawn_context_t *ctx)
         return;
     }
     pspawn_session_t *s = new_session(ctx, PSPAWN_SESSION_REAP);
+    new_ranks_file();
     make_tasks(N, "where", file);
     for (int i = 0; i < N; i++) {
         CPU_ZERO(&sets[i]);
@@ -406,6 +227,7 @@ static void cancel_mid_batch(pspawn_context_t *ctx, const char *what)
 {
     enum { N = MAXT };
     pspawn_session_t *s = new_session(ctx, PSPAWN_SESSION_REAP);
+    new_ranks_file();
     make_tasks(N, "append", file);
     int rc = pspawn_session_submit(s, tasks, N, NULL, NULL, NULL);
     pspawn_session_counts_t c = { 0 };
@@ -436,9 +258,10 @@ static void cancel_mid_batch(pspawn_context_t *ctx, const char *what)
            "wrong errors, %d bad exits)", what, bad, wrong_error, bad_exit);
 }
 
-/* SIGKILL the zygote VICTIM (0: the root) once tasks are being created:
- * every task is still created exactly once. */
-static void zygote_killed(pspawn_context_t *ctx, int victim, const char *what)
+/* SIGKILL (or SIGSTOP) the zygote VICTIM (0: the root) once tasks are
+ * being created: every task is still created exactly once; a stopped one
+ * is found hung by the session's timer alone. */
+static void zygote_hit(pspawn_context_t *ctx, int victim, int sig, const char *what)
 {
     enum { N = 1000 };
     pspawn_zygote_info_t z[8];
@@ -446,6 +269,9 @@ static void zygote_killed(pspawn_context_t *ctx, int victim, const char *what)
     if ((size_t)victim >= nz || z[victim].pid <= 0)
         tap_bail("%s: no zygote %d to kill", what, victim);
     pspawn_session_t *s = new_session(ctx, PSPAWN_SESSION_REAP);
+    if (sig == SIGSTOP)
+        pspawn_context_set_timeout(ctx, 300);
+    new_ranks_file();
     make_tasks(N, "append", file);
     cpu_set_t all;
     CPU_ZERO(&all);
@@ -465,17 +291,21 @@ static void zygote_killed(pspawn_context_t *ctx, int victim, const char *what)
         drain(s, 0, N);
         pspawn_session_counts(s, &c);
     }
-    kill(z[victim].pid, SIGKILL);
+    kill(z[victim].pid, sig);
     size_t pending_at_kill = c.pending;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     rc = rc ? rc : run_loop(s, 0, N, PSPAWN_WAIT_EXITED, 60000);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
     pspawn_session_counts(s, &c);
     pspawn_session_destroy(s);
     int ran, bad = check_ranks(N, &ran), bad_exit = 0;
     for (int i = 0; i < N; i++)
         bad_exit += seen[i].spawned != 1 || seen[i].exited != 1 || seen[i].status != 0;
-    tap_ok(rc == 0 && c.exited == N && pending_at_kill > 0,
-           "%s: killed with %zu tasks pending, all %d created all the same (%zu exited, %zu "
-           "failed)", what, pending_at_kill, N, c.exited, c.failed);
+    tap_ok(rc == 0 && c.exited == N && pending_at_kill > 0 && secs < 20,
+           "%s: hit with %zu tasks pending, all %d created all the same (%zu exited, %zu "
+           "failed, %.2f s)", what, pending_at_kill, N, c.exited, c.failed, secs);
     tap_ok(bad == 0 && bad_exit == 0 && ran == N && !stray_events,
            "%s: each ran exactly once as the pid the session gave, and exited 0 (%d wrong, "
            "%d bad exits)", what, bad, bad_exit);
@@ -551,6 +381,47 @@ static void sync_calls_beside(pspawn_context_t *ctx)
     pspawn_session_destroy(s);
 }
 
+struct hook_log {
+    int calls[64];
+    pid_t pid[64];
+};
+
+static void log_pid(void *arg, size_t index, pid_t pid)
+{
+    struct hook_log *h = arg;
+    if (index < 64) {
+        h->calls[index]++;
+        h->pid[index] = pid;
+    }
+}
+
+/* Two submits, the second while the first is in flight: numbered on from
+ * the first; a pid hook gets each task's number and pid, once. */
+static void hook_and_numbering(pspawn_context_t *ctx)
+{
+    enum { N = 20 };
+    pspawn_session_t *s = new_session(ctx, PSPAWN_SESSION_REAP);
+    make_exit_tasks(2 * N, 0);
+    struct hook_log h;
+    memset(&h, 0, sizeof h);
+    pspawn_attr_t attr;
+    pspawn_attr_init(&attr);
+    pspawn_attr_setpidhook(&attr, log_pid, &h);
+    size_t first1 = 99, first2 = 99;
+    int rc = pspawn_session_submit(s, tasks, N, &attr, NULL, &first1);
+    int rc2 = pspawn_session_submit(s, tasks + N, N, &attr, NULL, &first2);
+    pspawn_attr_destroy(&attr);
+    int lrc = run_loop(s, 0, 2 * N, PSPAWN_WAIT_EXITED, 30000);
+    int good = 0;
+    for (int i = 0; i < 2 * N; i++)
+        good += h.calls[i] == 1 && h.pid[i] == seen[i].pid && seen[i].exited == 1 &&
+                WEXITSTATUS(seen[i].status) == i;
+    tap_ok(rc == 0 && rc2 == 0 && lrc == 0 && first1 == 0 && first2 == N && good == 2 * N,
+           "a second submit in flight is numbered on (%zu, %zu); the pid hook had each task's "
+           "number and pid once, and task i exited i (%d of %d)", first1, first2, good, 2 * N);
+    pspawn_session_destroy(s);
+}
+
 /* PSPAWN_FORCE_EXEC through a session: the exec path, a few at a time. */
 static void exec_path(pspawn_context_t *ctx)
 {
@@ -580,17 +451,22 @@ static void with_context(const char *options, void (*test)(pspawn_context_t *))
 
 static void kill_root(pspawn_context_t *ctx)
 {
-    zygote_killed(ctx, 0, "root zygote SIGKILLed");
+    zygote_hit(ctx, 0, SIGKILL, "root zygote SIGKILLed");
+}
+
+static void stop_root(pspawn_context_t *ctx)
+{
+    zygote_hit(ctx, 0, SIGSTOP, "root zygote SIGSTOPped, timeout 300 ms");
 }
 
 static void kill_sub(pspawn_context_t *ctx)
 {
-    zygote_killed(ctx, 1, "fake 2 nodes x 2 cores, a sub-zygote SIGKILLed");
+    zygote_hit(ctx, 1, SIGKILL, "fake 2 nodes x 2 cores, a sub-zygote SIGKILLed");
 }
 
 static void kill_fanout_root(pspawn_context_t *ctx)
 {
-    zygote_killed(ctx, 0, "fake 2 nodes x 2 cores, the root SIGKILLed");
+    zygote_hit(ctx, 0, SIGKILL, "fake 2 nodes x 2 cores, the root SIGKILLed");
 }
 
 static void cancel_one(pspawn_context_t *ctx)
@@ -612,7 +488,6 @@ int main(void)
     snprintf(task, sizeof task, "%s/task", b);
     if (!mkdtemp(dir))
         tap_bail("mkdtemp: %s", strerror(errno));
-    snprintf(file, sizeof file, "%s/ranks", dir);
     /* The tasks print (append, print): their fd 1 is /dev/null, the TAP
      * stream another fd of ours. */
     fflush(stdout);
@@ -631,9 +506,11 @@ int main(void)
     with_context("fanout=none", failures);
     with_context("fanout=none", cancel_one);
     with_context("fanout=none", kill_root);
+    with_context("fanout=none", stop_root);
     with_context("fanout=none", ten_thousand);
     with_context("fanout=none", sync_calls_beside);
     with_context("fanout=none", exec_path);
+    with_context("fanout=none", hook_and_numbering);
     setenv("HWLOC_SYNTHETIC", "node:2 core:2 pu:1", 1);
     with_context("fanout=core", cancel_fanout);
     with_context("fanout=core", kill_sub);
