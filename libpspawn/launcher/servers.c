@@ -25,9 +25,11 @@
 int pspawn_batch_servers_resize(struct batch *b)
 {
     int ns = b->z->servers ? b->z->topo.ngroups : 0;
-    if (ns == b->nservers)
+    /* Only with nothing in flight (a new zygote, or the first call): the
+     * requests out count in the arrays.  Until they match, dispatch
+     * sends every task to exec. */
+    if (ns == b->nservers || b->nout > 0)
         return 0;
-    /* Only with nothing in flight: a new zygote, or the first call. */
     int *inflight = calloc(ns ? (size_t)ns : 1, sizeof *inflight);
     size_t *cursor = calloc(ns ? (size_t)ns : 1, sizeof *cursor);
     if (!inflight || !cursor) {
