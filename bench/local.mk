@@ -1,6 +1,6 @@
 # Launch benchmarks; bench/run builds and runs them.
 noinst_PROGRAMS += bench/spawnbench
-bench_spawnbench_SOURCES = bench/spawnbench.c
+bench_spawnbench_SOURCES = bench/spawnbench.c bench/median.h
 bench_spawnbench_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DPSPAWN_FLOOR_LIB_PATH='"$(abs_builddir)/bench/.libs/libpspawn-floor.so"'
 bench_spawnbench_LDADD = libpspawn/libpspawn.la
@@ -10,7 +10,7 @@ bench_spawnbench_LDFLAGS = $(AM_LDFLAGS) -no-install
 # A launch session against pspawn_n: when the first task runs, and all
 # (bench/run --session runs it).
 noinst_PROGRAMS += bench/sessionbench
-bench_sessionbench_SOURCES = bench/sessionbench.c
+bench_sessionbench_SOURCES = bench/sessionbench.c bench/median.h
 bench_sessionbench_LDADD = libpspawn/libpspawn.la
 bench_sessionbench_LDFLAGS = $(AM_LDFLAGS) -no-install
 # Where the CPU of a launch goes, process by process, and the model of
