@@ -35,7 +35,9 @@ For the paper's other experiments (bench/suite):
 Every generated main supports spawnbench's pfork scheme: with
 SPAWNBENCH_PFORK=N in its environment it forks N-1 copies of itself that
 go on as launched tasks (run the body, return from main), runs the body
-itself, waits for them and exits 0 only if all did.
+itself, waits for them and exits 0 only if all did.  With
+SESSIONBENCH_STAMP_FD=FD it first writes the CLOCK_MONOTONIC time (a
+struct timespec) on FD: when main started (bench/sessionbench).
 
 A stamp file makes a second run with the same parameters a no-op.
 """
@@ -50,7 +52,7 @@ import sys
 import time
 
 # Bump when the generated code changes, so that old builds are redone.
-GENERATOR_VERSION = 5
+GENERATOR_VERSION = 6
 
 STAMP = ".genlibs-stamp"
 
@@ -135,6 +137,13 @@ PFORK_MAIN = r"""
  * return from main), run the body itself, and wait for all of them. */
 int main(void)
 {
+    const char *stamp_fd = getenv("SESSIONBENCH_STAMP_FD");
+    if (stamp_fd) {
+        struct timespec at_main;
+        clock_gettime(CLOCK_MONOTONIC, &at_main);
+        if (write(atoi(stamp_fd), &at_main, sizeof at_main) != (ssize_t)sizeof at_main)
+            return 3;
+    }
     const char *pfork = getenv("SPAWNBENCH_PFORK");
     if (!pfork)
         return body();
@@ -162,7 +171,7 @@ int main(void)
 """
 
 MAIN_INCLUDES = ("#include <stdlib.h>\n#include <sys/types.h>\n"
-                 "#include <sys/wait.h>\n#include <unistd.h>\n")
+                 "#include <sys/wait.h>\n#include <time.h>\n#include <unistd.h>\n")
 
 
 def gen_main(nlibs, nfuncs, rng):

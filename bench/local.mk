@@ -1,12 +1,18 @@
 # Launch benchmarks; bench/run builds and runs them.
 noinst_PROGRAMS += bench/spawnbench
-bench_spawnbench_SOURCES = bench/spawnbench.c
+bench_spawnbench_SOURCES = bench/spawnbench.c bench/median.h
 bench_spawnbench_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DPSPAWN_FLOOR_LIB_PATH='"$(abs_builddir)/bench/.libs/libpspawn-floor.so"'
 bench_spawnbench_LDADD = libpspawn/libpspawn.la
 # No libtool wrapper script: it would put LD_LIBRARY_PATH in the
 # environment of every task and slow down each exec'd one.
 bench_spawnbench_LDFLAGS = $(AM_LDFLAGS) -no-install
+# A launch session against pspawn_n: when the first task runs, and all
+# (bench/run --session runs it).
+noinst_PROGRAMS += bench/sessionbench
+bench_sessionbench_SOURCES = bench/sessionbench.c bench/median.h
+bench_sessionbench_LDADD = libpspawn/libpspawn.la
+bench_sessionbench_LDFLAGS = $(AM_LDFLAGS) -no-install
 # Where the CPU of a launch goes, process by process, and the model of
 # tasks/s at many cores from it (bench/run --fanout runs it).
 noinst_PROGRAMS += bench/fanbench

@@ -62,6 +62,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "median.h"
 #include "pspawn.h"
 
 #ifndef PSPAWN_PROXY_PATH
@@ -591,18 +592,6 @@ static enum result results_of(enum scheme s, int second)
     if (!second)
         return first[s];
     return s == S_PSPAWN ? R_PSPAWN_WARM : s == S_FLOOR ? R_FLOOR_WARM : R_COUNT;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 static void usage(FILE *f)

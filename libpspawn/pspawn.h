@@ -239,6 +239,147 @@ typedef struct pspawn_task {
 int pspawn_vector(pspawn_context_t *ctx, pspawn_task_t *tasks, size_t n,
                   const pspawn_attr_t *attr, char *const envp[]);
 
+/* ---- launch sessions --------------------------------------------------- */
+
+/* A launch session: the asynchronous vector spawn (the paper's ipspawn,
+ * "with a launch session" to learn what became of each task).
+ * pspawn_session_submit() hands tasks over and returns before they are
+ * created; the session's fd becomes readable whenever
+ * pspawn_session_progress() has something to do, which does it without
+ * waiting for the zygotes; pspawn_session_next() then says what changed.
+ * No thread is started: all the work is done inside these calls, in the
+ * caller's thread.  With fan-out every zygote works at once.
+ *
+ * Each task is PENDING until it is created (SPAWNED: the caller's child,
+ * its pid known before it ran a single instruction of its program) or
+ * cannot be (FAILED, with the errno pspawn_vector() would give and a
+ * reason); with PSPAWN_SESSION_REAP a SPAWNED task becomes EXITED once
+ * the session has reaped it.  Every state but PENDING is true and final
+ * (EXITED follows SPAWNED only): a zygote that dies or hangs loses no task
+ * and runs none twice, as for pspawn_vector(); a cancelled task either
+ * runs once or never.
+ *
+ * While a session has tasks PENDING (or requests still in flight after
+ * them) it alone talks to its context's zygotes: another session's submit
+ * and the synchronous calls on that context return EBUSY until
+ * pspawn_session_wait(PSPAWN_WAIT_LAUNCHED) would return 0.  A session is
+ * used by one thread at a time, and its context must outlive it. */
+typedef struct pspawn_session pspawn_session_t;
+
+/* The session reaps its tasks (waitid(2) on a pidfd of each, watched by
+ * its fd) and reports each one's wait status.  The caller must then not
+ * reap them itself (nor wait for any child: waitpid(-1) would take them).
+ * Without it, a created task stays SPAWNED and is the caller's to reap,
+ * as after pspawn_vector(). */
+#define PSPAWN_SESSION_REAP 0x1u
+
+enum pspawn_task_state {
+    PSPAWN_TASK_PENDING = 0,    /* not created yet */
+    PSPAWN_TASK_SPAWNED = 1,    /* created: pid (and pidfd) set */
+    PSPAWN_TASK_FAILED = 2,     /* never created: error and reason set */
+    PSPAWN_TASK_EXITED = 3,     /* created, then reaped by the session */
+};
+
+typedef struct pspawn_task_status {
+    size_t index;           /* the task's number in the session (submit order, from 0) */
+    int state;              /* enum pspawn_task_state */
+    pid_t pid;              /* SPAWNED, EXITED: its pid; else -1 */
+    int pidfd;              /* SPAWNED, EXITED, with PSPAWN_PIDFD: a pidfd that
+                             * the caller owns (and closes); else -1 */
+    int error;              /* FAILED: ECANCELED (cancelled), EINVAL (no argv),
+                             * E2BIG, or what exec would give; else 0 */
+    const char *reason;     /* FAILED: why, a constant string; else NULL */
+    int wait_status;        /* EXITED: as waitpid(2) gives it (WIFEXITED...), or -1
+                             * if someone else reaped it; else 0 */
+} pspawn_task_status_t;
+
+/* Create a session on CTX into *SESSION.  FLAGS: 0 or PSPAWN_SESSION_REAP.
+ * Returns 0, EINVAL (no session pointer or context, unknown flags),
+ * ENOMEM, or what epoll_create1(2) and timerfd_create(2) give (EMFILE,
+ * ENFILE). */
+int pspawn_session_create(pspawn_session_t **session, pspawn_context_t *ctx,
+                          unsigned flags);
+
+/* Hand N TASKS over (their argv, envp and cpuset; the out fields are not
+ * read), as pspawn_vector() with ATTR (NULL: defaults) and ENVP (NULL: the
+ * caller's environ, copied now) where a task gives none; they are numbered
+ * from *FIRST (may be NULL) on.  The caller's state that tasks start from
+ * is taken now: cwd, umask, signal mask, rlimits, affinity, the fds ATTR's
+ * file actions name (the session keeps its own copy of each until every
+ * task of the call is created or failed), ATTR itself (copied: it may be
+ * destroyed at once).  The TASKS array is copied; the strings and sets
+ * its entries point to are not, and must stay valid and unchanged until
+ * each task is no longer PENDING.  A task that cannot be created at all
+ * (no argv, E2BIG) is FAILED when this returns; the first requests are
+ * sent to the zygotes before it returns, nothing is waited for (except a
+ * new zygote after a library the last one loaded was replaced on disk,
+ * which pspawn_vector() waits for too).  Returns 0, EINVAL (no session,
+ * TASKS NULL with N > 0), EBUSY (another session has tasks PENDING on the
+ * context), ENOMEM, or EMFILE (no fd left for the copies). */
+int pspawn_session_submit(pspawn_session_t *session, const pspawn_task_t *tasks, size_t n,
+                          const pspawn_attr_t *attr, char *const envp[], size_t *first);
+
+/* The fd to poll (or add to an epoll set) for input: readable whenever
+ * pspawn_session_progress() has something to do, a deadline of the
+ * pipeline included (a zygote that stops answering is then declared hung
+ * by the context's timeout, as in pspawn_vector()).  It belongs to the
+ * session; -1 for a NULL session. */
+int pspawn_session_fd(const pspawn_session_t *session);
+
+/* Do what can be done now, without waiting for a zygote or a task: read
+ * the zygotes' reports, send the next requests, deal with a zygote that
+ * died or stopped answering, reap what exited (PSPAWN_SESSION_REAP).  Two
+ * things it does in full when they are due: the plain exec of tasks no
+ * zygote serves (a few ms of them per call, then the fd stays readable
+ * for the rest), and starting a new zygote after a replaced library.  Pid
+ * hooks (pspawn_attr_setpidhook) run here, with the session's task
+ * numbers as INDEX.  Returns 0, or EINVAL for a NULL session. */
+int pspawn_session_progress(pspawn_session_t *session);
+
+/* The next change, oldest first, into *STATUS: a task that became
+ * SPAWNED, FAILED or EXITED (a task reaped quickly gives SPAWNED then
+ * EXITED).  STATUS->state is the state it changed to; the other fields as
+ * pspawn_session_status() gives them.  Returns 1 if there was one, 0 if
+ * not (or for a NULL argument). */
+int pspawn_session_next(pspawn_session_t *session, pspawn_task_status_t *status);
+
+/* Task INDEX's state now into *STATUS.  Returns 0, or EINVAL (NULL
+ * argument, no such task). */
+int pspawn_session_status(const pspawn_session_t *session, size_t index,
+                          pspawn_task_status_t *status);
+
+typedef struct pspawn_session_counts {
+    size_t tasks;           /* submitted */
+    size_t pending, spawned, failed, exited;    /* tasks in each state now */
+} pspawn_session_counts_t;
+
+/* How many tasks are in each state (all zero for a NULL session). */
+void pspawn_session_counts(const pspawn_session_t *session, pspawn_session_counts_t *counts);
+
+#define PSPAWN_WAIT_EVENT    0  /* a change is there for pspawn_session_next() */
+#define PSPAWN_WAIT_LAUNCHED 1  /* no task is PENDING, the context is free */
+#define PSPAWN_WAIT_EXITED   2  /* that, and every task FAILED or EXITED (needs REAP) */
+/* Progress, blocking, until UNTIL holds or TIMEOUT_MS (< 0: no limit)
+ * passed.  Returns 0 when it holds, ETIMEDOUT, or EINVAL (NULL session,
+ * unknown UNTIL, PSPAWN_WAIT_EXITED without PSPAWN_SESSION_REAP).
+ * PSPAWN_WAIT_LAUNCHED always comes: each wait of the pipeline is bounded
+ * by the context's timeout. */
+int pspawn_session_wait(pspawn_session_t *session, int until, int timeout_ms);
+
+/* Cancel every task not created yet: it becomes FAILED with ECANCELED (a
+ * task a zygote already cloned is caught before main and reaped in the
+ * background).  A task already SPAWNED, or released by its zygote, stays
+ * so.  Tasks submitted later are not affected.  Returns how many were
+ * cancelled (0 for a NULL session). */
+size_t pspawn_session_cancel(pspawn_session_t *session);
+
+/* Cancel what is PENDING, wait (each wait bounded by the context's
+ * timeout) until no request is in flight and the cancelled tasks are
+ * reaped, close the session's fds and free it.  Created tasks go on
+ * running: they are the caller's children; with PSPAWN_SESSION_REAP those
+ * still running are the caller's to reap from now on.  NULL is a no-op. */
+void pspawn_session_destroy(pspawn_session_t *session);
+
 /* ---- attributes -------------------------------------------------------- */
 
 int pspawn_attr_init(pspawn_attr_t *attr);

@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "procs.h"
 #include "pspawn.h"
 #include "tap.h"
 
@@ -28,21 +29,6 @@ enum { MAXT = 256 };
 
 static char task[PATH_MAX], once[PATH_MAX], dir[] = "/tmp/pspawn-fanout.XXXXXX", file[128];
 static const int both[] = { 0, 1 };    /* task i bound to CPU i % 2 */
-
-/* PID's parent, from /proc (not libpspawn's code). */
-static long parent_of(pid_t pid)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
-    FILE *f = fopen(path, "re");
-    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-    if (f)
-        fclose(f);
-    buf[n] = 0;
-    char *p = strrchr(buf, ')');
-    long ppid = -1;
-    return p && sscanf(p, ") %*c %ld", &ppid) == 1 ? ppid : -1;
-}
 
 /* PID's Cpus_allowed_list. */
 static void cpus_allowed(pid_t pid, char *out, size_t size)
@@ -139,16 +125,6 @@ static int read_where(struct where *w, int n)
         bad += !w[r].seen;
     unlink(file);
     return bad;
-}
-
-static int no_child_left(void)
-{
-    int st;
-    pid_t w;
-    int left = 0;
-    while ((w = waitpid(-1, &st, WNOHANG)) > 0)
-        left++;
-    return left == 0 && w == -1 && errno == ECHILD;
 }
 
 /* Any file or directory under /dev/shm and /tmp named pspawn-UID-PID-*:

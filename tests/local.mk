@@ -120,7 +120,7 @@ tests_zygote_kill_CFLAGS = $(AM_CFLAGS) -pthread
 tests_zygote_kill_LDADD = libpspawn/libpspawn.la
 tests_zygote_kill_LDFLAGS = $(driver_link_flags) -pthread
 
-tests_fanout_SOURCES = tests/fanout.c tests/tap.h
+tests_fanout_SOURCES = tests/fanout.c tests/tap.h tests/procs.h
 tests_fanout_LDADD = libpspawn/libpspawn.la
 tests_fanout_LDFLAGS = $(driver_link_flags)
 
@@ -279,3 +279,11 @@ tests_intercept_task_CFLAGS = $(launched_cflags_common)
 tests_intercept_task_LDFLAGS =
 TESTS += tests/intercept.sh tests/intercept-launchers.sh
 EXTRA_DIST += tests/intercept.sh tests/intercept-launchers.sh
+
+# The launch session (pspawn_session_*): asynchronous submit, the fd,
+# per-task states, cancel, zygotes killed mid-session, 10,000 tasks.
+check_PROGRAMS += tests/session
+tests_session_SOURCES = tests/session.c tests/session.h tests/tap.h tests/procs.h
+tests_session_LDADD = libpspawn/libpspawn.la
+tests_session_LDFLAGS = $(driver_link_flags)
+TESTS += tests/session

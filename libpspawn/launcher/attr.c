@@ -40,6 +40,37 @@ void pspawn_attr_destroy(pspawn_attr_t *attr)
     attr->impl = NULL;
 }
 
+int pspawn_attr_copy(pspawn_attr_t *dst, const pspawn_attr_t *src)
+{
+    dst->impl = NULL;
+    if (!src || !src->impl)
+        return 0;
+    const struct pspawn_attr_impl *s = src->impl;
+    struct pspawn_attr_impl *a = malloc(sizeof *a);
+    if (!a)
+        return ENOMEM;
+    *a = *s;
+    a->cwd = NULL;
+    a->actions = NULL;
+    a->nactions = a->cap = 0;
+    dst->impl = a;
+    if (s->cwd && !(a->cwd = strdup(s->cwd)))
+        goto fail;
+    if (s->nactions && !(a->actions = calloc((size_t)s->nactions, sizeof *a->actions)))
+        goto fail;
+    a->cap = s->nactions;
+    for (; a->nactions < s->nactions; a->nactions++) {
+        struct attr_action *x = &a->actions[a->nactions];
+        *x = s->actions[a->nactions];
+        if (x->path && !(x->path = strdup(x->path)))
+            goto fail;
+    }
+    return 0;
+fail:
+    pspawn_attr_destroy(dst);
+    return ENOMEM;
+}
+
 static int add_action(pspawn_attr_t *attr, struct attr_action act)
 {
     struct pspawn_attr_impl *a = attr->impl;

@@ -1,5 +1,6 @@
 /* The public calls: contexts (create, destroy, what they say) and the
- * spawn calls, which all end in the request pipeline's vector spawn. */
+ * synchronous spawn calls, which all end in the launch engine's vector
+ * spawn (vector.c). */
 #include "config.h"
 
 #include <errno.h>
@@ -7,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "batch.h"
 
 extern char **environ;
 
@@ -193,14 +194,15 @@ int pspawn_vector(pspawn_context_t *ctx, pspawn_task_t *tasks, size_t n,
 {
     if (!ctx || !ctx->impl || (!tasks && n))
         return EINVAL;
-    struct call *c = malloc(sizeof *c);
-    if (!c)
+    struct batch_call *call = calloc(1, sizeof *call);
+    if (!call)
         return ENOMEM;
-    int err = pspawn_call_init(c, attr, envp);
-    if (!err)
-        err = pspawn_run_vector(ctx->impl, tasks, n, c);
-    free(c);
-    return err;
+    int err = pspawn_call_init(&call->c, attr, envp);
+    if (err) {
+        pspawn_batch_call_free(call);
+        return err;
+    }
+    return pspawn_run_vector(ctx->impl, tasks, n, call);
 }
 
 int pspawn_n_ex(pid_t *pids, pspawn_context_t *ctx, int n, const pspawn_attr_t *attr,

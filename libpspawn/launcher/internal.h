@@ -155,6 +155,10 @@ struct pspawn_zygote {
     int start_core;
     char **start_env;
     int stale;              /* a zygote exited: a library it loaded was replaced on disk */
+    /* The launch (batch.h) whose requests are in flight: the one reader
+     * of the report pipe until it has none (a session's tasks go on
+     * without it). */
+    const void *in_use;
 };
 
 /* The launcher's state at the time of a call, merged with an attribute
@@ -191,6 +195,9 @@ struct call {
 /* attr.c */
 int pspawn_call_init(struct call *c, const pspawn_attr_t *attr,
                      char *const envp[]);
+/* A deep copy of SRC (NULL: defaults) into DST, for a launch that
+ * outlives the caller's object.  0 or ENOMEM. */
+int pspawn_attr_copy(pspawn_attr_t *dst, const pspawn_attr_t *src);
 
 /* inspect.c */
 int pspawn_program_inspect(struct program *p, const char *path);
@@ -259,10 +266,6 @@ int pspawn_send_standin(int sock, const struct call *c, pspawn_task_t *task,
                         const char *token, struct pspawn_hold *hold);
 /* Let the held task run (RUN) or exit 127 without running (!RUN). */
 void pspawn_standin_go(struct pspawn_hold *hold, int run);
-
-/* request.c: the vector spawn through the context's zygotes. */
-int pspawn_run_vector(struct pspawn_zygote *z, pspawn_task_t *tasks, size_t n,
-                      const struct call *c);
 
 /* topology.c */
 /* Split the CPUs the caller may use into groups as O's fanout asks.  0, or
@@ -490,5 +493,9 @@ void pspawn_debug(const struct pspawn_zygote *z, const char *fmt, ...)
 uint64_t pspawn_sigset_to_u64(const sigset_t *s);
 int pspawn_env_true(const char *name);
 double pspawn_now_ms(void);
+/* Reap the child PIDFD refers to if it has exited (WNOHANG): 1, with its
+ * wait status (as waitpid's) in *STATUS; 0 while it runs; -1 if it is no
+ * child of ours to reap (someone else reaped it). */
+int pspawn_pidfd_try_reap(int pidfd, int *status);
 
 #endif

@@ -1,11 +1,14 @@
 #include "config.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include "internal.h"
+#include "pidfd.h"
 
 uint64_t pspawn_sigset_to_u64(const sigset_t *s)
 {
@@ -27,4 +30,23 @@ double pspawn_now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+int pspawn_pidfd_try_reap(int pidfd, int *status)
+{
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    int r;
+    while ((r = waitid((idtype_t)P_PIDFD, (id_t)pidfd, &si, WEXITED | WNOHANG)) < 0 &&
+           errno == EINTR)
+        ;
+    if (r < 0)
+        return -1;
+    if (si.si_pid == 0)
+        return 0;
+    if (si.si_code == CLD_EXITED)
+        *status = (si.si_status & 0xff) << 8;
+    else
+        *status = (si.si_status & 0x7f) | (si.si_code == CLD_DUMPED ? 0x80 : 0);
+    return 1;
 }

@@ -2,7 +2,9 @@
  * The vector spawn: what may go through the zygotes (not a changed binary,
  * not a caller whose privileges, session or loader variables differ from
  * the zygote's) goes there (request.c); everything else, and everything
- * they did not create, is a plain exec, once.
+ * they did not create, is a plain exec, once.  The synchronous calls
+ * drive the engine here until every task is final; the launch session
+ * (session.c) drives the same engine from its fd.
  */
 #include "config.h"
 
@@ -16,192 +18,332 @@
 #include "batch.h"
 #include "pidfd.h"
 
-static void free_script_argvs(struct batch *b)
+void pspawn_batch_call_free(struct batch_call *call)
 {
-    for (size_t i = 0; b->zargv && i < b->n; i++)
-        free(b->zargv[i]);
-    free(b->zargv);
-    b->zargv = NULL;
+    if (!call)
+        return;
+    if (call->dup_fds)
+        for (int k = 0; k < call->c.nfds; k++)
+            close(call->c.fds[k]);
+    pspawn_strv_free(call->environ_copy);
+    pspawn_attr_destroy(&call->attr);
+    free(call);
+}
+
+void pspawn_batch_settle(struct batch *b, size_t i)
+{
+    struct batch_task *t = &b->task[i];
+    if (t->state == T_DONE)
+        return;
+    if (t->state == T_EXEC)
+        b->nexec--;
+    t->state = T_DONE;
+    b->unsettled--;
+    free(t->zargv);
+    t->zargv = NULL;
+    /* The fds the call's tasks take: no task will take them any more. */
+    struct batch_call *call = t->call;
+    if (--call->unsettled == 0 && call->dup_fds) {
+        for (int k = 0; k < call->c.nfds; k++)
+            close(call->c.fds[k]);
+        call->dup_fds = 0;
+    }
+    if (b->settled)
+        b->settled(b->settled_arg, i);
+}
+
+void pspawn_batch_fail(struct batch *b, size_t i, int err, const char *reason)
+{
+    b->task[i].t.pid = -1;
+    b->task[i].t.error = err;
+    b->task[i].reason = reason;
+    pspawn_batch_settle(b, i);
+}
+
+void pspawn_batch_to_exec(struct batch *b, size_t i)
+{
+    if (b->draining) {
+        pspawn_batch_fail(b, i, ECANCELED, "cancelled before it was created");
+        return;
+    }
+    if (b->task[i].state == T_EXEC || b->task[i].state == T_DONE)
+        return;
+    b->task[i].state = T_EXEC;
+    b->nexec++;
+    if (i < b->next_exec)
+        b->next_exec = i;
 }
 
 /* binfmt_script: the interpreter words, then the script's path in place
- * of argv[0], then argv[1...]. */
-static char ***script_argvs(struct batch *b)
+ * of argv[0], then argv[1...].  0 or ENOMEM. */
+static int script_argv(struct batch *b, size_t i)
 {
     const struct program *p = &b->z->prog;
-    char ***v = calloc(b->n, sizeof *v);
+    char *const *argv = b->task[i].t.argv;
+    size_t argc = 0;
+    while (argv && argv[argc])
+        argc++;
+    char **v = calloc(p->ninterp + argc + 2, sizeof(char *));
     if (!v)
-        return NULL;
-    for (size_t i = 0; i < b->n; i++) {
-        char *const *argv = b->tasks[i].argv;
-        size_t argc = 0;
-        while (argv && argv[argc])
-            argc++;
-        v[i] = calloc(p->ninterp + argc + 2, sizeof(char *));
-        if (!v[i]) {
-            b->zargv = v;
-            free_script_argvs(b);
-            return NULL;
-        }
-        size_t k = 0;
-        for (int j = 0; j < p->ninterp; j++)
-            v[i][k++] = p->interp_argv[j];
-        v[i][k++] = p->path;
-        for (size_t j = 1; j < argc; j++)
-            v[i][k++] = argv[j];
-        /* exec fails if the rewritten list is too big, too */
-        if (!b->tasks[i].error && b->state[i] != T_DONE &&
-            (b->tasks[i].error = pspawn_args_too_big(p->exe, v[i], task_envp(b, i),
-                                                     pspawn_call_stack_limit(b->c))))
-            b->state[i] = T_DONE;
-    }
-    return v;
+        return ENOMEM;
+    size_t k = 0;
+    for (int j = 0; j < p->ninterp; j++)
+        v[k++] = p->interp_argv[j];
+    v[k++] = p->path;
+    for (size_t j = 1; j < argc; j++)
+        v[k++] = argv[j];
+    b->task[i].zargv = v;
+    /* exec fails if the rewritten list is too big, too */
+    int err = pspawn_args_too_big(p->exe, v, task_envp(b, i),
+                                  pspawn_call_stack_limit(&b->task[i].call->c));
+    if (err)
+        pspawn_batch_fail(b, i, err, "its arguments and environment, with the interpreter's "
+                          "words, are too big for exec");
+    return 0;
 }
 
-int pspawn_run_vector(struct pspawn_zygote *z, pspawn_task_t *tasks, size_t n,
-                      const struct call *c)
+/* Whether CALL's tasks may go through the zygotes at all. */
+static int call_may_use_zygote(struct batch *b, struct batch_call *call)
 {
-    struct batch b = { .z = z, .tasks = tasks, .n = n, .c = c };
-    b.state = calloc(n ? n : 1, 1);
-    if (!b.state)
-        return ENOMEM;
-    int first_err = 0;
-    uint64_t stack_limit = pspawn_call_stack_limit(c);
-    for (size_t i = 0; i < n; i++) {
-        tasks[i].pid = -1;
-        tasks[i].pidfd = -1;
-        tasks[i].error = 0;
-        if (!tasks[i].argv)
-            tasks[i].error = EINVAL;
-        else
-            tasks[i].error = pspawn_args_too_big(z->prog.path, tasks[i].argv, task_envp(&b, i),
-                                                 stack_limit);
-        if (tasks[i].error)
-            b.state[i] = T_DONE;
-    }
-
+    struct pspawn_zygote *z = b->z;
+    const struct call *c = &call->c;
     int forced = (c->user_flags & (PSPAWN_FORCE_EXEC | PSPAWN_TRACEME)) != 0;
     /* A zygote that exited because a library it loaded was replaced on
      * disk is followed by a new one, which loads the new library: at most
      * once per call (here, for one lost in an earlier call that had used
-     * its restart, or after this call's batch). */
-    int restarted = 0;
-    if (z->stale && z->fallback && !forced) {
-        restarted = 1;
+     * its restart; pipeline.c for one lost during this call).  Not while
+     * another call's requests are in flight: their tasks report on the
+     * old zygote's pipe. */
+    if (z->stale && z->fallback && !forced && b->nout == 0) {
+        call->restarted = 1;
         pspawn_zygote_restart(z);   /* if it fails, exec (the reason says why) */
+        b->report_eof = 0;
+        b->fdgen++;
     }
-    int use_zygote = !z->fallback && !forced;
+    if (pspawn_batch_servers_resize(b))
+        return 0;
     if (c->user_flags & PSPAWN_FORCE_EXEC)
         pspawn_fallback(z, 0, "PSPAWN_FORCE_EXEC requested");
     else if (c->user_flags & PSPAWN_TRACEME)
         pspawn_fallback(z, 0, "PSPAWN_TRACEME requested (stop at exec): a fork of the zygote "
                         "has no exec to stop at");
-    if (use_zygote && pspawn_program_changed(&z->prog)) {
+    if (z->fallback || forced)
+        return 0;
+    if (pspawn_program_changed(&z->prog)) {
         pspawn_zygote_lost(z, 1);
         pspawn_fallback(z, 1, "binary changed on disk since the zygote started "
                         "(device, inode, size or mtime differ)");
-        use_zygote = 0;
+        return 0;
     }
     /* A caller that gave up privileges (dropped root, groups, a
      * capability) must not get tasks that still have them. */
     struct pspawn_creds now;
     const char *what = NULL;
-    if (use_zygote && (pspawn_creds_get(&now) || (what = pspawn_creds_differ(&now, &z->creds)))) {
+    if (pspawn_creds_get(&now) || (what = pspawn_creds_differ(&now, &z->creds))) {
         pspawn_zygote_lost(z, 1);
         pspawn_fallback(z, 1, "the caller's %s changed since the zygote started",
                         what ? what : "credentials (unreadable)");
-        use_zygote = 0;
+        return 0;
     }
     /* A task starts in its caller's process group and session, as after
      * exec; a clone of the zygote starts in the zygote's, the caller's
      * when the zygote started.  It can join a group of that session, or
      * make one there (setpgroup), not get into another session. */
-    if (use_zygote && !(c->flags & REQ_SETSID)) {
+    if (!(c->flags & REQ_SETSID)) {
         pid_t pg = getpgrp();
         if (getsid(0) != z->sid) {
             pspawn_fallback(z, 0, "the caller is in another session than when the zygote "
                             "started: a clone of the zygote cannot join it");
-            use_zygote = 0;
-        } else if (!(c->flags & REQ_SETPGROUP) && pg != z->pgid) {
-            b.pgroup = pg;
+            return 0;
         }
+        if (!(c->flags & REQ_SETPGROUP) && pg != z->pgid)
+            call->pgroup = pg;
     }
-    /* Tasks mostly share one environment: compare each distinct one once. */
-    char *const *seen = NULL;
-    const char *var = NULL;
-    size_t len = 0;
-    for (size_t i = 0; use_zygote && i < n; i++) {
-        if (b.state[i] != T_TODO)
-            continue;
-        if (!seen || task_envp(&b, i) != seen) {
-            seen = task_envp(&b, i);
-            var = pspawn_loader_env_differs(z, seen, &len);
-        }
-        if (var) {
-            b.state[i] = T_EXEC;
-            pspawn_fallback(z, 0, "task %zu: its %.*s differs from the zygote's "
-                            "(the loader reads it before main)", i, (int)len, var);
-        }
-    }
-    if (use_zygote && n > 0 && z->prog.ninterp && !(b.zargv = script_argvs(&b)))
-        use_zygote = 0;
-    /* A warm Python zygote: the interpreter options, then the start-up
-     * variables (compared once per distinct environment, as above). */
-    seen = NULL;
-    for (size_t i = 0; use_zygote && z->python && i < n; i++) {
-        if (b.state[i] != T_TODO)
-            continue;
-        const char *why = pspawn_python_argv_refusal(z, b.zargv ? b.zargv[i] : tasks[i].argv);
-        if (!why && (!seen || task_envp(&b, i) != seen)) {
-            seen = task_envp(&b, i);
-            var = pspawn_python_env_differs(z, seen, &len);
-        }
-        if (why) {
-            b.state[i] = T_EXEC;
-            pspawn_fallback(z, 0, "task %zu: %s", i, why);
-        } else if (var) {
-            b.state[i] = T_EXEC;
-            pspawn_fallback(z, 0, "task %zu: its %.*s differs from the warm interpreter's "
-                            "(read at start)", i, (int)len, var);
-        }
-    }
-    if (use_zygote && n > 0) {
-        pspawn_batch_run(&b);
-        /* What the stale zygote did not create goes to the new one. */
-        if (z->stale && !restarted) {
-            restarted = 1;
-            if (pspawn_zygote_restart(z) == 0 && !z->fallback)
-                pspawn_batch_run(&b);
-        }
-    }
-    free_script_argvs(&b);
-
-    /* Everything the zygote did not serve: a plain exec, once. */
-    for (size_t i = 0; i < n; i++) {
-        if (b.state[i] == T_DONE)
-            continue;
-        unsigned char cpuset[PSPAWN_CPUSET_BYTES];
-        const unsigned char *cs = NULL;
-        if (tasks[i].cpuset) {
-            memset(cpuset, 0, sizeof cpuset);
-            memcpy(cpuset, tasks[i].cpuset, tasks[i].cpusetsize < sizeof cpuset
-                   ? tasks[i].cpusetsize : sizeof cpuset);
-            cs = cpuset;
-        }
-        tasks[i].error = pspawn_exec_task(&tasks[i].pid, z->prog.path, c, i, cs,
-                                          tasks[i].argv, task_envp(&b, i));
-        if (!tasks[i].error && (c->user_flags & PSPAWN_PIDFD)) {
-            tasks[i].pidfd = (int)syscall(SYS_pidfd_open, tasks[i].pid, 0);
-            if (tasks[i].pidfd >= 0)
-                fcntl(tasks[i].pidfd, F_SETFD, FD_CLOEXEC);
-        }
-        if (tasks[i].error)
-            tasks[i].pid = -1;
-    }
-    for (size_t i = 0; i < n; i++)
-        if (tasks[i].error && !first_err)
-            first_err = tasks[i].error;
-    free(b.state);
-    return first_err;
+    return 1;
 }
 
+/* An environment compared with the zygote's: tasks mostly share one, so
+ * each distinct one is compared once. */
+struct env_verdict {
+    int checked;
+    char *const *env;
+    const char *var;        /* the first variable that differs, or NULL */
+    size_t len;             /* its name's length */
+};
+
+static const char *env_differs(struct env_verdict *v, char *const *env,
+                               const char *(*differs)(const struct pspawn_zygote *,
+                                                      char *const *, size_t *),
+                               const struct pspawn_zygote *z)
+{
+    if (!v->checked || env != v->env) {
+        v->checked = 1;
+        v->env = env;
+        v->var = differs(z, env, &v->len);
+    }
+    return v->var;
+}
+
+/* Whether task I, which its call lets go through the zygotes, may not:
+ * its loader variables, a warm interpreter's options or start-up
+ * variables differ from the zygote's. */
+static int task_refused(struct batch *b, size_t i, struct env_verdict *loader,
+                        struct env_verdict *python)
+{
+    struct pspawn_zygote *z = b->z;
+    if (env_differs(loader, task_envp(b, i), pspawn_loader_env_differs, z)) {
+        pspawn_fallback(z, 0, "task %zu: its %.*s differs from the zygote's "
+                        "(the loader reads it before main)", i, (int)loader->len, loader->var);
+        return 1;
+    }
+    if (!z->python)
+        return 0;
+    const char *why = pspawn_python_argv_refusal(z, task_argv(b, i));
+    if (why) {
+        pspawn_fallback(z, 0, "task %zu: %s", i, why);
+        return 1;
+    }
+    if (env_differs(python, task_envp(b, i), pspawn_python_env_differs, z)) {
+        pspawn_fallback(z, 0, "task %zu: its %.*s differs from the warm interpreter's "
+                        "(read at start)", i, (int)python->len, python->var);
+        return 1;
+    }
+    return 0;
+}
+
+/* Tasks FIRST..FIRST+N of CALL: to a zygote, or to exec. */
+static void admit(struct batch *b, size_t first, size_t n, struct batch_call *call)
+{
+    int use_zygote = call_may_use_zygote(b, call);
+    struct env_verdict loader = { 0 }, python = { 0 };
+    for (size_t i = first; i < first + n; i++) {
+        if (b->task[i].state != T_TODO)
+            continue;
+        if (use_zygote && b->z->prog.ninterp && script_argv(b, i))
+            use_zygote = 0;
+        if (b->task[i].state != T_TODO)
+            continue;   /* too big once rewritten */
+        if (use_zygote && !task_refused(b, i, &loader, &python))
+            pspawn_batch_dispatch(b, i);
+        else
+            pspawn_batch_to_exec(b, i);
+    }
+}
+
+int pspawn_batch_add(struct batch *b, const pspawn_task_t *tasks, size_t n,
+                     struct batch_call *call)
+{
+    if (b->n + n > b->cap) {
+        size_t cap = b->cap ? 2 * b->cap : 16;
+        while (cap < b->n + n)
+            cap *= 2;
+        struct batch_task *v = realloc(b->task, cap * sizeof *v);
+        if (!v)
+            return ENOMEM;
+        b->task = v;
+        b->cap = cap;
+    }
+    if (b->ncalls == b->capcalls) {
+        size_t cap = b->capcalls ? 2 * b->capcalls : 4;
+        struct batch_call **v = realloc(b->calls, cap * sizeof *v);
+        if (!v)
+            return ENOMEM;
+        b->calls = v;
+        b->capcalls = cap;
+    }
+    b->calls[b->ncalls++] = call;
+    size_t first = b->n;
+    uint64_t stack_limit = pspawn_call_stack_limit(&call->c);
+    for (size_t i = first; i < first + n; i++) {
+        struct batch_task *t = &b->task[i];
+        *t = (struct batch_task){ .t = tasks[i - first], .call = call, .server = -1,
+                                  .state = T_TODO };
+        t->t.pid = -1;
+        t->t.pidfd = -1;
+        t->t.error = 0;
+    }
+    b->n += n;
+    b->unsettled += n;
+    call->unsettled = n;
+    for (size_t i = first; i < first + n; i++) {
+        int err = b->task[i].t.argv ? pspawn_args_too_big(b->z->prog.path, b->task[i].t.argv,
+                                                          task_envp(b, i), stack_limit)
+                                    : EINVAL;
+        if (err)
+            pspawn_batch_fail(b, i, err, err == EINVAL ? "it has no argv"
+                              : "its arguments and environment are too big for exec");
+    }
+    admit(b, first, n, call);
+    return 0;
+}
+
+/* A plain exec of task I. */
+static void exec_task(struct batch *b, size_t i)
+{
+    pspawn_task_t *t = &b->task[i].t;
+    const struct call *c = &b->task[i].call->c;
+    unsigned char cpuset[PSPAWN_CPUSET_BYTES];
+    const unsigned char *cs = NULL;
+    if (t->cpuset) {
+        memset(cpuset, 0, sizeof cpuset);
+        memcpy(cpuset, t->cpuset, t->cpusetsize < sizeof cpuset ? t->cpusetsize : sizeof cpuset);
+        cs = cpuset;
+    }
+    int err = pspawn_exec_task(&t->pid, b->z->prog.path, c, i, cs, t->argv, task_envp(b, i));
+    if (err) {
+        pspawn_batch_fail(b, i, err, "its exec failed (or its setup before the exec)");
+        return;
+    }
+    if (c->user_flags & PSPAWN_PIDFD) {
+        t->pidfd = (int)syscall(SYS_pidfd_open, t->pid, 0);
+        if (t->pidfd >= 0)
+            fcntl(t->pidfd, F_SETFD, FD_CLOEXEC);
+    }
+    pspawn_batch_settle(b, i);
+}
+
+int pspawn_batch_exec(struct batch *b)
+{
+    double stop = b->exec_budget_ms > 0 ? pspawn_now_ms() + b->exec_budget_ms : 0;
+    size_t i = b->next_exec;
+    for (; b->nexec > 0 && i < b->n; i++) {
+        if (b->task[i].state != T_EXEC)
+            continue;
+        exec_task(b, i);
+        if (stop && pspawn_now_ms() >= stop) {
+            i++;
+            break;
+        }
+    }
+    b->next_exec = i;
+    return b->nexec > 0;
+}
+
+int pspawn_run_vector(struct pspawn_zygote *z, pspawn_task_t *tasks, size_t n,
+                      struct batch_call *call)
+{
+    /* A session with tasks in flight reads the context's report pipe. */
+    if (z->in_use) {
+        pspawn_batch_call_free(call);
+        return EBUSY;
+    }
+    struct batch b;
+    pspawn_batch_init(&b, z);
+    z->in_use = &b;
+    int err = pspawn_batch_add(&b, tasks, n, call);
+    if (err)
+        pspawn_batch_call_free(call);
+    while (!err && pspawn_batch_busy(&b))
+        pspawn_batch_step(&b, -1);
+    int first_err = err;
+    for (size_t i = 0; !err && i < n; i++) {
+        tasks[i].pid = b.task[i].t.pid;
+        tasks[i].pidfd = b.task[i].t.pidfd;
+        tasks[i].error = b.task[i].t.error;
+        if (tasks[i].error && !first_err)
+            first_err = tasks[i].error;
+    }
+    pspawn_batch_free(&b);
+    z->in_use = NULL;
+    return first_err;
+}

@@ -24,10 +24,6 @@
 #include "internal.h"
 #include "pidfd.h"
 
-#ifndef P_PIDFD
-#define P_PIDFD 3
-#endif
-
 void pspawn_debug(const struct pspawn_zygote *z, const char *fmt, ...)
 {
     if (!z->debug)
@@ -387,6 +383,8 @@ static int start_root(struct pspawn_zygote *z, int core, char *const envp[])
         close(sv[1]);
         return e;
     }
+    /* Our end never blocks: the launch engine reads what is there. */
+    fcntl(rep[0], F_SETFL, O_NONBLOCK);
     char sock_var[64], report_var[64];
     snprintf(sock_var, sizeof sock_var, PSPAWN_ENV_SOCK "=%d", zsock_fd);
     snprintf(report_var, sizeof report_var, PSPAWN_ENV_REPORT "=%d", zreport_fd);

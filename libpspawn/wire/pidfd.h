@@ -1,6 +1,7 @@
 /*
- * The pidfd system calls' numbers, for C libraries whose headers predate
- * them (Linux 5.1-5.6; the same on every architecture since 5.1).
+ * The pidfd system calls' numbers, and waitid's P_PIDFD, for C libraries
+ * whose headers predate them (Linux 5.1-5.6; the same on every
+ * architecture since 5.1).
  */
 #ifndef PSPAWN_PIDFD_H
 #define PSPAWN_PIDFD_H
@@ -15,6 +16,10 @@
 #endif
 #ifndef SYS_pidfd_getfd
 #define SYS_pidfd_getfd 438
+#endif
+/* waitid(2)'s idtype for a pidfd (Linux 5.4) */
+#ifndef P_PIDFD
+#define P_PIDFD 3
 #endif
 
 #endif

@@ -1,0 +1,191 @@
+/*
+ * The zygote servers as the launch engine sees them: one that says it is
+ * ready (start=lazy), dies or hangs.  A server that is gone loses no task
+ * and runs none twice: what it released runs, what it still held is
+ * cancelled (such a task exits 127 before main) and goes to another
+ * server or to exec.  The tasks cancelled before main are reaped here,
+ * without waiting for them.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "batch.h"
+#include "go.h"
+#include "pidfd.h"
+
+int pspawn_batch_servers_resize(struct batch *b)
+{
+    int ns = b->z->servers ? b->z->topo.ngroups : 0;
+    /* Only with nothing in flight (a new zygote, or the first call): the
+     * requests out count in the arrays.  Until they match, dispatch
+     * sends every task to exec. */
+    if (ns == b->nservers || b->nout > 0)
+        return 0;
+    int *inflight = calloc(ns ? (size_t)ns : 1, sizeof *inflight);
+    size_t *cursor = calloc(ns ? (size_t)ns : 1, sizeof *cursor);
+    if (!inflight || !cursor) {
+        free(inflight);
+        free(cursor);
+        return ENOMEM;
+    }
+    free(b->inflight);
+    free(b->cursor);
+    b->inflight = inflight;
+    b->cursor = cursor;
+    b->nservers = ns;
+    b->fdgen++;
+    return 0;
+}
+
+/* Tasks still to do whose server is gone go to another, or to exec. */
+static void redispatch(struct batch *b)
+{
+    for (int s = 0; s < b->nservers; s++)
+        b->cursor[s] = b->n;
+    for (size_t i = 0; i < b->n; i++) {
+        struct batch_task *t = &b->task[i];
+        if (t->state == T_TODO &&
+            (t->server < 0 || t->server >= b->nservers || !b->z->servers ||
+             b->z->servers[t->server].state == SERVER_LOST))
+            pspawn_batch_dispatch(b, i);
+        else if (t->state == T_TODO && b->cursor[t->server] > i)
+            b->cursor[t->server] = i;
+    }
+}
+
+/* Request O's server is gone: release what it reported, cancel what it
+ * still holds (to be sent elsewhere). */
+static void request_lost(struct batch *b, struct outstanding *o, double deadline)
+{
+    o->lost = 1;
+    o->deadline = deadline;
+    for (int j = 0; j < o->k; j++) {
+        /* Reported: it is the caller's, released by us if the zygote
+         * died before it could. */
+        if (o->seen[j]) {
+            if (!b->task[o->idx[j]].t.error)
+                pspawn_go_swap(&o->req.go->go[j], GO_RUN);
+            continue;
+        }
+        if (o->cancelled[j] || !pspawn_go_swap(&o->req.go->go[j], GO_CANCEL))
+            continue;   /* cancelled by the caller, or released: it runs, and reports */
+        o->cancelled[j] = 1;
+        b->task[o->idx[j]].state = T_TODO;
+    }
+}
+
+void pspawn_batch_server_gone(struct batch *b, int s, int kill_it, const char *why)
+{
+    struct pspawn_zygote *z = b->z;
+    pspawn_server_lost(z, s, kill_it, why);
+    b->fdgen++;
+    pspawn_batch_read_reports(b);
+    double deadline = pspawn_now_ms() + (z->timeout_ms > 2000 ? z->timeout_ms : 2000);
+    for (int i = 0; i < b->nout; i++) {
+        struct outstanding *o = &b->out[i];
+        if (!o->lost && z->servers[o->server].state == SERVER_LOST)
+            request_lost(b, o, deadline);
+    }
+    /* pspawn_server_lost may have learnt better why (its exit status). */
+    why = z->servers[s].why;
+    if (z->stale)   /* not a fallback: a new zygote is started (pipeline.c) */
+        pspawn_debug(z, "zygote %d ended: %s", s, why);
+    else if (z->fallback)
+        pspawn_fallback(z, 1, "%s", why);
+    else
+        pspawn_fallback(z, 0, "sub-zygote %d: %s; its tasks go to the other zygotes", s, why);
+    redispatch(b);
+}
+
+/* Death shows on the pidfd, or (kernels without pidfds) as a hang-up of
+ * the socket, which tasks close first thing.  A server asked for
+ * (start=lazy) says it is ready on its socket. */
+void pspawn_batch_check_servers(struct batch *b, const struct pollfd *p, const int *slot)
+{
+    struct pspawn_zygote *z = b->z;
+    double now = pspawn_now_ms();
+    for (int s = 0; s < b->nservers && z->servers; s++) {
+        struct zygote_server *sv = &z->servers[s];
+        if (!server_serving(sv))
+            continue;
+        short sock_ev = p && slot[s] >= 0 ? p[slot[s]].revents : 0;
+        short pid_ev = p && slot[s] >= 0 ? p[slot[s] + 1].revents : 0;
+        int starting = sv->state == SERVER_STARTING;
+        if (starting && (sock_ev & POLLIN)) {
+            int r = pspawn_server_ready(z, s);
+            if (r != 0)
+                b->fdgen++;     /* a pidfd to watch, or none */
+            if (r < 0)
+                pspawn_batch_server_gone(b, s, 0, sv->why);
+        } else if ((pid_ev & POLLIN) || (sock_ev & (POLLHUP | POLLERR))) {
+            /* Died: take what it said before dying, then cancel the rest. */
+            pspawn_batch_server_gone(b, s, 0, "zygote died");
+        } else if ((b->inflight[s] > 0 || starting) &&
+                   now >= sv->progress_ms + (starting ? pspawn_start_timeout_ms(z)
+                                                      : z->timeout_ms)) {
+            char why[128];
+            snprintf(why, sizeof why, "zygote stopped answering (no progress in %d ms)",
+                     z->timeout_ms);
+            pspawn_batch_server_gone(b, s, 1, why);
+        }
+    }
+}
+
+static void reap_blocking(pid_t pid)
+{
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+}
+
+void pspawn_batch_reap_later(struct batch *b, pid_t pid)
+{
+    int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (fd >= 0 && b->ncancelled == b->capcancelled) {
+        size_t cap = b->capcancelled ? 2 * b->capcancelled : 16;
+        struct cancelled_task *v = realloc(b->cancelled, cap * sizeof *v);
+        if (v) {
+            b->cancelled = v;
+            b->capcancelled = cap;
+        }
+    }
+    if (fd < 0 || b->ncancelled == b->capcancelled) {
+        /* No pidfd (or no memory to keep it): it exits right after its
+         * setup, wait for that here. */
+        if (fd >= 0)
+            close(fd);
+        reap_blocking(pid);
+        return;
+    }
+    fcntl(fd, F_SETFD, FD_CLOEXEC);
+    double limit = b->z->timeout_ms > 2000 ? b->z->timeout_ms : 2000;
+    b->cancelled[b->ncancelled++] = (struct cancelled_task){ pid, fd, pspawn_now_ms() + limit };
+    b->fdgen++;
+}
+
+void pspawn_batch_reap_cancelled(struct batch *b)
+{
+    double now = pspawn_now_ms();
+    for (size_t i = 0; i < b->ncancelled;) {
+        struct cancelled_task *c = &b->cancelled[i];
+        int status;
+        /* By its pidfd: a caller that reaps every child itself may have
+         * reaped it, and its pid be another's now. */
+        if (pspawn_pidfd_try_reap(c->pidfd, &status) == 0 && now < c->deadline) {
+            i++;
+            continue;
+        }
+        close(c->pidfd);
+        b->cancelled[i] = b->cancelled[--b->ncancelled];
+        b->fdgen++;
+    }
+}
