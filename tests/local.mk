@@ -279,3 +279,6 @@ tests_intercept_task_CFLAGS = $(launched_cflags_common)
 tests_intercept_task_LDFLAGS =
 TESTS += tests/intercept.sh
 EXTRA_DIST += tests/intercept.sh
+# Spawn-site priorities (pspawn --intercept --priority), with the same two.
+TESTS += tests/intercept-priority.sh
+EXTRA_DIST += tests/intercept-priority.sh
