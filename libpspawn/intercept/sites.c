@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -17,6 +18,9 @@
 
 #include "preload.h"
 #include "sites.h"
+
+_Static_assert(offsetof(struct sites_file, slots) == 3 * sizeof(uint32_t),
+               "create() writes the header as four words");
 
 static struct sites_file *table;
 static char path[PATH_MAX];
@@ -50,11 +54,11 @@ static int create(void)
     int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return -1;
-    struct sites_file head = { .magic = SITES_MAGIC, .version = SITES_VERSION,
-                               .size = sizeof(struct sites_file), .slots = SITES_SLOTS };
+    /* The header's first four words (the rest of the file is zeros). */
+    const uint32_t head[4] = { SITES_MAGIC, SITES_VERSION, sizeof(struct sites_file),
+                               SITES_SLOTS };
     int ok = fchmod(fd, 0600) == 0 && ftruncate(fd, sizeof(struct sites_file)) == 0 &&
-             pwrite(fd, &head, offsetof(struct sites_file, slot), 0) ==
-                 (ssize_t)offsetof(struct sites_file, slot);
+             pwrite(fd, head, sizeof head, 0) == (ssize_t)sizeof head;
     close(fd);
     ok = ok && link(tmp, path) == 0;
     unlink(tmp);
