@@ -31,4 +31,4 @@ noinst_PROGRAMS += bench/forkcost
 bench_forkcost_SOURCES = bench/forkcost.c
 bench_forkcost_LDADD = -ldl
 EXTRA_DIST += bench/genlibs.py bench/faults.py bench/README.md bench/suite bench/suite.py bench/intercept.sh \
-	bench/plots.py bench/genpymods.py bench/pywarm.py bench/mpi-phases.py
+	bench/plots.py bench/genpymods.py bench/pywarm.py bench/mpi-phases.py bench/priority

@@ -11,6 +11,13 @@
  *
  *   intercept-launcher MODE N PROG [ARGS...]
  *   intercept-launcher sigpid|siggroup|kill9 PROG
+ *   intercept-launcher waits PROG
+ *
+ * waits: every call of the wait family on children that exit, are
+ * killed, stop and continue, or are not there (ECHILD), with PROG
+ * (intercept-task) exec'd or a fork alone, printing what each call
+ * returned: tests/intercept-priority.sh compares it with and without the
+ * interception library's wait wrappers.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -291,10 +299,109 @@ static int signals(const char *mode, char *prog)
     return 0;
 }
 
+/* A child that execs PROG WHAT ARG, or, if PROG is NULL, raises ARG
+ * (SIGSTOP: stops, then waits, continued, to be killed: an exit could
+ * come before the wait for its continuing). */
+static pid_t child(char *prog, char *what, char *arg)
+{
+    pid_t pid = fork();
+    if (pid == 0 && prog) {
+        char *argv[] = { prog, what, arg, NULL };
+        execv(prog, argv);
+        _exit(127);
+    }
+    if (pid == 0) {
+        raise(atoi(arg));
+        for (;;)
+            pause();
+    }
+    return pid;
+}
+
+/* How a wait returned: "CALL: pid|-1 errno|0 (nothing)" and the status. */
+static void said(const char *call, pid_t got, pid_t want, int st, int err)
+{
+    if (got < 0) {
+        printf("%s: -1 %s\n", call, strerror(err));
+    } else if (got == 0) {
+        printf("%s: 0\n", call);
+    } else {
+        printf("%s: %s", call, got == want ? "its pid" : "another pid");
+        if (WIFEXITED(st))
+            printf(" exit %d", WEXITSTATUS(st));
+        else if (WIFSIGNALED(st))
+            printf(" signal %d", WTERMSIG(st));
+        else if (WIFSTOPPED(st))
+            printf(" stopped %d", WSTOPSIG(st));
+        else if (WIFCONTINUED(st))
+            printf(" continued");
+        printf("\n");
+    }
+}
+
+static int waits(char *prog)
+{
+    int st = -1;
+    struct rusage ru;
+    pid_t pid = child(prog, "exit", "3");
+    errno = 4321;       /* a wait that succeeds leaves errno as it was */
+    pid_t got = waitpid(pid, &st, 0);
+    said("waitpid", got, pid, st, errno);
+    printf("errno after: %d\n", errno);
+    pid = child(prog, "raise", "15");
+    got = wait(&st);
+    said("wait", got, pid, st, errno);
+    pid = child(NULL, NULL, "19");
+    got = wait3(&st, WUNTRACED, &ru);
+    said("wait3 WUNTRACED", got, pid, st, errno);
+    kill(pid, SIGCONT);
+    got = wait4(pid, &st, WCONTINUED, &ru);
+    said("wait4 WCONTINUED", got, pid, st, errno);
+    kill(pid, SIGTERM);
+    memset(&ru, 0, sizeof ru);
+    got = wait4(pid, &st, 0, &ru);
+    said("wait4", got, pid, st, errno);
+    printf("rusage filled: %d\n", ru.ru_maxrss > 0);
+    pid = child(prog, "exit", "7");
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    int r = waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT);
+    printf("waitid WNOWAIT: %d code %d status %d pid %s\n", r, si.si_code, si.si_status,
+           si.si_pid == pid ? "its" : "another");
+    memset(&si, 0, sizeof si);
+    r = waitid(P_PID, (id_t)pid, &si, WEXITED);
+    printf("waitid: %d code %d status %d pid %s\n", r, si.si_code, si.si_status,
+           si.si_pid == pid ? "its" : "another");
+    pid = child(prog, "raise", "9");
+    got = waitpid(pid, NULL, WNOHANG);
+    got = got == 0 ? waitpid(pid, NULL, 0) : got;   /* no status asked for */
+    printf("waitpid NULL: %s\n", got == pid ? "its pid" : "another pid");
+    /* None left. */
+    errno = 0;
+    got = waitpid(-1, &st, 0);
+    said("waitpid -1", got, 0, st, errno);
+    errno = 0;
+    got = wait(NULL);
+    said("wait NULL", got, 0, 0, errno);
+    errno = 0;
+    got = wait3(&st, WNOHANG, NULL);
+    said("wait3", got, 0, st, errno);
+    errno = 0;
+    got = wait4(-1, &st, 0, &ru);
+    said("wait4", got, 0, st, errno);
+    errno = 0;
+    r = waitid(P_ALL, 0, &si, WEXITED);
+    printf("waitid none: %d %s\n", r, strerror(errno));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3)
         return 2;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (!strcmp(argv[1], "waits"))
+        return waits(argv[2]);
     setvbuf(stdout, NULL, _IOLBF, 0);
     const char *mode = argv[1];
     if (!strcmp(mode, "sigpid") || !strcmp(mode, "siggroup") || !strcmp(mode, "kill9"))

@@ -9,12 +9,16 @@
  *   intercept-task term          ready on fd 3, wait; SIGTERM: exit 42
  *   intercept-task usr1 MS       ready on fd 3, count SIGUSR1 for MS ms
  *   intercept-task sleep MS      its pid on fd 3, sleep MS ms, exit 0
+ *   intercept-task sched MS      sleep MS ms, print its nice, scheduling
+ *                                policy and slice (spawn-site priorities)
  */
 #include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -99,6 +103,16 @@ int main(int argc, char **argv)
         ready();
         sleep_ms(atol(argv[2]));
         printf("task SIGUSR1 x%d\n", (int)usr1);
+        return 0;
+    }
+    if (!strcmp(what, "sched") && argc > 2) {
+        sleep_ms(atol(argv[2]));
+        /* struct sched_attr: size, policy, flags, nice, priority, runtime... */
+        struct { unsigned size, policy; unsigned long long flags; int nice; unsigned prio;
+                 unsigned long long runtime, deadline, period; unsigned umin, umax; } a = { 0 };
+        long r = syscall(SYS_sched_getattr, 0, &a, sizeof a, 0);
+        printf("task %s nice=%d policy=%u slice_us=%llu\n", argv[0],
+               getpriority(PRIO_PROCESS, 0), r == 0 ? a.policy : 99, a.runtime / 1000);
         return 0;
     }
     if (!strcmp(what, "sleep") && argc > 2) {

@@ -287,3 +287,6 @@ tests_session_SOURCES = tests/session.c tests/session.h tests/tap.h tests/procs.
 tests_session_LDADD = libpspawn/libpspawn.la
 tests_session_LDFLAGS = $(driver_link_flags)
 TESTS += tests/session
+# Spawn-site priorities (pspawn --intercept --priority), with the same two.
+TESTS += tests/intercept-priority.sh
+EXTRA_DIST += tests/intercept-priority.sh

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "priority.h"
 #include "procfs.h"
 #include "pspawn.h"
 #include "route.h"
@@ -36,14 +37,17 @@ static pid_t launcher = -1;
 static void intercept_usage(FILE *f)
 {
     fprintf(f,
-            "usage: %s --intercept [--after N] [--idle S] [--skip LIST] [-o OPTIONS] [--]\n"
-            "          LAUNCHER [ARGS...]\n"
+            "usage: %s --intercept [--after N] [--idle S] [--skip LIST] [--priority MODE]\n"
+            "          [-o OPTIONS] [--] LAUNCHER [ARGS...]\n"
             "Run LAUNCHER (make, xargs, parallel, python, mpiexec...) so that, from the Nth\n"
             "start of one program on (default 2), it forks a zygote of that program instead\n"
             "of exec'ing it.  The launcher sees the same pids, exit codes and fds.\n\n"
             "  --after N       route a program from its Nth start (PSPAWN_INTERCEPT_AFTER)\n"
             "  --idle S        a zygote ends after S s without a task (default 10)\n"
             "  --skip LIST     programs never routed: paths or names, ':' between them\n"
+            "  --priority MODE start children that their spawn site predicts long with a\n"
+            "                  lower priority: off (default), nice, batch or slice\n"
+            "                  (PSPAWN_INTERCEPT_PRIORITY)\n"
             "  -o, --options LIST  the zygotes' libpspawn options (pspawn(3))\n"
             "PSPAWN_DEBUG=1 says what is routed and why not.  See pspawn(1).\n",
             progname);
@@ -170,6 +174,7 @@ static int parse(int argc, char **argv)
         { "intercept", no_argument, NULL, 'I' }, { "after", required_argument, NULL, 'a' },
         { "idle", required_argument, NULL, 'i' }, { "skip", required_argument, NULL, 's' },
         { "options", required_argument, NULL, 'o' }, { "help", no_argument, NULL, 'h' },
+        { "priority", required_argument, NULL, 'p' },
         { NULL, 0, NULL, 0 },
     };
     int c;
@@ -199,6 +204,15 @@ static int parse(int argc, char **argv)
         }
         case 's':
             if (set_env(ROUTE_ENV_SKIP, optarg))
+                return -1;
+            break;
+        case 'p':
+            if (priority_mode_parse(optarg) < 0) {
+                fprintf(stderr, "%s: invalid --priority '%s' (off, nice, batch or slice)\n",
+                        progname, optarg);
+                return -2;
+            }
+            if (set_env(PRIORITY_ENV_MODE, optarg))
                 return -1;
             break;
         case 'o':

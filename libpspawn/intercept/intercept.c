@@ -27,6 +27,12 @@
  *    sigqueue() with a mark, so that the stand-in passes it on, while a
  *    signal to the process group (which reaches the task itself) is not
  *    passed on twice.
+ *  - wait, waitpid, wait3, wait4, waitid (reap.c): a reaped stand-in
+ *    leaves the scope's set, and a measured child gives its spawn site
+ *    its run time; what the launcher sees is unchanged.
+ *  - With spawn-site priorities (PSPAWN_INTERCEPT_PRIORITY, off by
+ *    default; predict.h) every exec and posix_spawn above is measured
+ *    and started as its site predicts, routed or not.
  *  - execveat() and fexecve(): routed as execve() of the path their
  *    directory fd or file fd stands for (/proc/self/fd), when that path
  *    is still the same file; AT_SYMLINK_NOFOLLOW passes through.
@@ -59,6 +65,7 @@
 
 #include "execargs.h"
 #include "intercept.h"
+#include "predict.h"
 #include "route.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -89,17 +96,28 @@ static struct {
     char table_path[128];
 } cfg;
 
-/* A line on stderr with PSPAWN_DEBUG (write(2) only: may run in a vfork
- * child). */
-static void debug_line(const char *what, const char *path)
+void intercept_say(const char *fmt, ...)
 {
     if (!cfg.debug)
         return;
     char buf[PATH_MAX + 128];
-    int n = snprintf(buf, sizeof buf, "pspawn-intercept[%d]: %s %s\n", (int)getpid(), what, path);
-    if (n > 0 && write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1) < 0) {
+    int n = snprintf(buf, sizeof buf, "pspawn-intercept[%d]: ", (int)getpid());
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
+    va_end(ap);
+    size_t len = (size_t)n + (k > 0 ? (size_t)k : 0);
+    if (len > sizeof buf - 2)
+        len = sizeof buf - 2;   /* cut short */
+    buf[len++] = '\n';
+    if (write(2, buf, len) < 0) {
         /* nowhere to say it */
     }
+}
+
+static void debug_line(const char *what, const char *path)
+{
+    intercept_say("%s %s", what, path);
 }
 
 static int skipped(const char *path)
@@ -161,10 +179,10 @@ static int wanted(const char *path, char *const argv[], char *const envp[])
                                     sizeof ROUTE_ENV_EXEC + strlen(path) + 1, 1) == 0;
 }
 
-/* ENVP with PSPAWN_STANDIN_EXEC=PATH added, into OUT (ENVC + 2 slots)
- * and VAR; false if PATH does not fit. */
+/* ENVP with PSPAWN_STANDIN_EXEC=PATH and EXTRA (if not NULL) added, into
+ * OUT (ENVC + 3 slots) and VAR; false if PATH does not fit. */
 static int standin_env(char **out, char *var, size_t varlen, const char *path,
-                       char *const envp[], size_t envc)
+                       char *const envp[], size_t envc, const char *extra)
 {
     if (sizeof ROUTE_ENV_EXEC + strlen(path) + 1 > varlen)
         return 0;
@@ -173,7 +191,8 @@ static int standin_env(char **out, char *var, size_t varlen, const char *path,
     for (size_t i = 0; i < envc; i++)
         out[i] = envp[i];
     out[envc] = var;
-    out[envc + 1] = NULL;
+    out[envc + 1] = (char *)extra;
+    out[envc + 2] = NULL;
     return 1;
 }
 
@@ -186,29 +205,35 @@ static size_t count(char *const v[])
 }
 
 /* An exec in the process that becomes the program (it may be a vfork
- * child): the stand-in if routed, else (or if that exec fails) as asked. */
-static int routed_execve(const char *path, char *const argv[], char *const envp[])
+ * child), called from RET: the stand-in if routed, else (or if that exec
+ * fails) as asked. */
+static int routed_execve(const char *path, char *const argv[], char *const envp[],
+                         const void *ret)
 {
+    struct child_mark mark;
+    predict_exec(ret, path, argv, &mark);
     if (wanted(path, argv, envp)) {
         size_t envc = count(envp);
-        char *env[envc + 2];
+        char *env[envc + 3];
         char var[sizeof ROUTE_ENV_EXEC + PATH_MAX + 1];
-        if (standin_env(env, var, sizeof var, path, envp, envc)) {
+        if (standin_env(env, var, sizeof var, path, envp, envc, NULL)) {
             debug_line("routed:", path);
             cfg.execve(cfg.standin, argv, env);
         }
     }
-    return cfg.execve(path, argv, envp);
+    int r = cfg.execve(path, argv, envp);
+    predict_exec_failed(&mark);
+    return r;
 }
 
 EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
-    return routed_execve(path, argv, envp);
+    return routed_execve(path, argv, envp, __builtin_return_address(0));
 }
 
 EXPORT int execv(const char *path, char *const argv[])
 {
-    return routed_execve(path, argv, environ);
+    return routed_execve(path, argv, environ, __builtin_return_address(0));
 }
 
 /* The path that DIRFD and PATH (execveat's) stand for, into BUF: the
@@ -244,17 +269,21 @@ static int path_at(int dirfd, const char *path, int flags, char *buf, size_t len
     return 1;
 }
 
-/* execveat's and fexecve's routing: as execve of the path they stand for. */
+/* Before execveat's or fexecve's exec (DIRFD, PATH, FLAGS as execveat
+ * takes them), called from RET: the stand-in's exec if routed as execve
+ * of the path they stand for.  Returns to do the exec asked for. */
 static void route_at(int dirfd, const char *path, int flags, char *const argv[],
-                     char *const envp[])
+                     char *const envp[], const void *ret, struct child_mark *mark)
 {
     char resolved[PATH_MAX];
-    if (path && path_at(dirfd, path, flags, resolved, sizeof resolved) &&
-        wanted(resolved, argv, envp)) {
+    if (!path || !path_at(dirfd, path, flags, resolved, sizeof resolved))
+        return;
+    predict_exec(ret, resolved, argv, mark);
+    if (wanted(resolved, argv, envp)) {
         size_t envc = count(envp);
-        char *env[envc + 2];
+        char *env[envc + 3];
         char var[sizeof ROUTE_ENV_EXEC + PATH_MAX + 1];
-        if (standin_env(env, var, sizeof var, resolved, envp, envc)) {
+        if (standin_env(env, var, sizeof var, resolved, envp, envc, NULL)) {
             debug_line("routed:", resolved);
             cfg.execve(cfg.standin, argv, env);
         }
@@ -264,14 +293,20 @@ static void route_at(int dirfd, const char *path, int flags, char *const argv[],
 EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
                     int flags)
 {
-    route_at(dirfd, path, flags, argv, envp);
-    return cfg.execveat(dirfd, path, argv, envp, flags);
+    struct child_mark mark = { -1, -1 };
+    route_at(dirfd, path, flags, argv, envp, __builtin_return_address(0), &mark);
+    int r = cfg.execveat(dirfd, path, argv, envp, flags);
+    predict_exec_failed(&mark);
+    return r;
 }
 
 EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
-    route_at(fd, "", AT_EMPTY_PATH, argv, envp);
-    return cfg.fexecve(fd, argv, envp);
+    struct child_mark mark = { -1, -1 };
+    route_at(fd, "", AT_EMPTY_PATH, argv, envp, __builtin_return_address(0), &mark);
+    int r = cfg.fexecve(fd, argv, envp);
+    predict_exec_failed(&mark);
+    return r;
 }
 
 /* The file execvp would run for FILE, as glibc searches PATH (the
@@ -308,30 +343,36 @@ static int search_path(const char *file, char *buf, size_t len)
     }
 }
 
-static int routed_execvpe(const char *file, char *const argv[], char *const envp[])
+static int routed_execvpe(const char *file, char *const argv[], char *const envp[],
+                          const void *ret)
 {
     char path[PATH_MAX];
-    if (file && *file && search_path(file, path, sizeof path) &&
-        wanted(path, argv, envp)) {
+    struct child_mark mark = { -1, -1 };
+    int found = file && *file && search_path(file, path, sizeof path);
+    if (found)
+        predict_exec(ret, path, argv, &mark);
+    if (found && wanted(path, argv, envp)) {
         size_t envc = count(envp);
-        char *env[envc + 2];
+        char *env[envc + 3];
         char var[sizeof ROUTE_ENV_EXEC + PATH_MAX + 1];
-        if (standin_env(env, var, sizeof var, path, envp, envc)) {
+        if (standin_env(env, var, sizeof var, path, envp, envc, NULL)) {
             debug_line("routed:", path);
             cfg.execve(cfg.standin, argv, env);
         }
     }
-    return cfg.execvpe(file, argv, envp);
+    int r = cfg.execvpe(file, argv, envp);
+    predict_exec_failed(&mark);
+    return r;
 }
 
 EXPORT int execvp(const char *file, char *const argv[])
 {
-    return routed_execvpe(file, argv, environ);
+    return routed_execvpe(file, argv, environ, __builtin_return_address(0));
 }
 
 EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
-    return routed_execvpe(file, argv, envp);
+    return routed_execvpe(file, argv, envp, __builtin_return_address(0));
 }
 
 /* The execl family: the arguments into an argv on the stack. */
@@ -352,7 +393,7 @@ EXPORT int execl(const char *path, const char *arg, ...)
     va_list ap;
     ARGV_FROM_VA(arg, ap, argv)
     va_end(ap);
-    return routed_execve(path, argv, environ);
+    return routed_execve(path, argv, environ, __builtin_return_address(0));
 }
 
 EXPORT int execlp(const char *file, const char *arg, ...)
@@ -360,7 +401,7 @@ EXPORT int execlp(const char *file, const char *arg, ...)
     va_list ap;
     ARGV_FROM_VA(arg, ap, argv)
     va_end(ap);
-    return routed_execvpe(file, argv, environ);
+    return routed_execvpe(file, argv, environ, __builtin_return_address(0));
 }
 
 EXPORT int execle(const char *path, const char *arg, ...)
@@ -369,7 +410,7 @@ EXPORT int execle(const char *path, const char *arg, ...)
     ARGV_FROM_VA(arg, ap, argv)
     char *const *envp = va_arg(ap, char *const *);
     va_end(ap);
-    return routed_execve(path, argv, envp);
+    return routed_execve(path, argv, envp, __builtin_return_address(0));
 }
 
 /* A launcher that became a child subreaper since it started would adopt
@@ -380,13 +421,23 @@ static int adopts_orphans(void)
     return getpid() == 1 || (prctl(PR_GET_CHILD_SUBREAPER, &sub, 0, 0, 0) == 0 && sub);
 }
 
+/* The stand-in told what the child's site predicts: it starts its task
+ * so before it asks for a zygote (applied to it from here, it could
+ * already be asking). */
+static const char *standin_verdict(enum priority_verdict v)
+{
+    return v == VERDICT_LONG ? PRIORITY_ENV_STANDIN "=long"
+           : v == VERDICT_SHORT ? PRIORITY_ENV_STANDIN "=short" : NULL;
+}
+
 static int routed_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
-                        const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+                        const posix_spawnattr_t *attr, char *const argv[], char *const envp[],
+                        enum priority_verdict verdict)
 {
     size_t envc = count(envp);
-    char *env[envc + 2];
+    char *env[envc + 3];
     char var[sizeof ROUTE_ENV_EXEC + PATH_MAX + 1];
-    if (!standin_env(env, var, sizeof var, path, envp, envc))
+    if (!standin_env(env, var, sizeof var, path, envp, envc, standin_verdict(verdict)))
         return -1;
     debug_line("routed (posix_spawn):", path);
     /* Not retried with PATH on failure: the caller's file actions (an
@@ -394,28 +445,38 @@ static int routed_spawn(pid_t *pid, const char *path, const posix_spawn_file_act
     return cfg.posix_spawn(pid, cfg.standin, fa, attr, argv, env);
 }
 
+/* posix_spawn (SEARCH: posix_spawnp) of FILE, which is the program at
+ * PATH (NULL: none found), from RET. */
+static int spawn(pid_t *pid, const char *file, const char *path,
+                 const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *attr,
+                 char *const argv[], char *const envp[], int search, const void *ret)
+{
+    enum priority_verdict verdict = VERDICT_NONE;
+    uint64_t site = path ? predict_spawn(ret, path, argv, &verdict) : 0;
+    int r = -1, routed = 0;
+    if (path && !adopts_orphans() && wanted(path, argv, envp))
+        routed = (r = routed_spawn(pid, path, fa, attr, argv, envp, verdict)) >= 0;
+    if (!routed)
+        r = search ? cfg.posix_spawnp(pid, file, fa, attr, argv, envp)
+                   : cfg.posix_spawn(pid, file, fa, attr, argv, envp);
+    if (r == 0 && pid)
+        predict_spawned(*pid, site, verdict, routed);
+    return r;
+}
+
 EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
                        const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
-    if (!adopts_orphans() && wanted(path, argv, envp)) {
-        int r = routed_spawn(pid, path, fa, attr, argv, envp);
-        if (r >= 0)
-            return r;
-    }
-    return cfg.posix_spawn(pid, path, fa, attr, argv, envp);
+    return spawn(pid, path, path, fa, attr, argv, envp, 0, __builtin_return_address(0));
 }
 
 EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
                         const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
     char path[PATH_MAX];
-    if (*file && !adopts_orphans() && search_path(file, path, sizeof path) &&
-        wanted(path, argv, envp)) {
-        int r = routed_spawn(pid, path, fa, attr, argv, envp);
-        if (r >= 0)
-            return r;
-    }
-    return cfg.posix_spawnp(pid, file, fa, attr, argv, envp);
+    int found = *file && search_path(file, path, sizeof path);
+    return spawn(pid, file, found ? path : NULL, fa, attr, argv, envp, 1,
+                 __builtin_return_address(0));
 }
 
 EXPORT int kill(pid_t pid, int sig)
@@ -449,18 +510,23 @@ static const char *new_scope(void)
     return libc_setenv && libc_setenv(ROUTE_ENV_SCOPE, hex, 1) == 0 ? hex : NULL;
 }
 
+void *intercept_next(const char *name)
+{
+    void *f = dlsym(RTLD_NEXT, name);
+    if (!f)
+        abort();    /* no libc under us: nothing could run */
+    return f;
+}
+
 __attribute__((constructor)) static void intercept_init(void)
 {
-    cfg.execve = (execve_fn)dlsym(RTLD_NEXT, "execve");
-    cfg.execvpe = (execvpe_fn)dlsym(RTLD_NEXT, "execvpe");
-    cfg.execveat = (execveat_fn)dlsym(RTLD_NEXT, "execveat");
-    cfg.fexecve = (fexecve_fn)dlsym(RTLD_NEXT, "fexecve");
-    cfg.posix_spawn = (spawn_fn)dlsym(RTLD_NEXT, "posix_spawn");
-    cfg.posix_spawnp = (spawn_fn)dlsym(RTLD_NEXT, "posix_spawnp");
-    cfg.kill = (kill_fn)dlsym(RTLD_NEXT, "kill");
-    if (!cfg.execve || !cfg.execvpe || !cfg.execveat || !cfg.fexecve || !cfg.posix_spawn ||
-        !cfg.posix_spawnp || !cfg.kill)
-        abort();    /* no libc under us: nothing could run */
+    cfg.execve = (execve_fn)intercept_next("execve");
+    cfg.execvpe = (execvpe_fn)intercept_next("execvpe");
+    cfg.execveat = (execveat_fn)intercept_next("execveat");
+    cfg.fexecve = (fexecve_fn)intercept_next("fexecve");
+    cfg.posix_spawn = (spawn_fn)intercept_next("posix_spawn");
+    cfg.posix_spawnp = (spawn_fn)intercept_next("posix_spawnp");
+    cfg.kill = (kill_fn)intercept_next("kill");
     const char *dbg = getenv("PSPAWN_DEBUG");
     cfg.debug = dbg && *dbg && strcmp(dbg, "0") != 0;
     if (env_off(ROUTE_ENV_OFF))
@@ -491,6 +557,7 @@ __attribute__((constructor)) static void intercept_init(void)
         debug_line("made the interception scope", scope);
     }
     route_table_path(scope, cfg.table_path, sizeof cfg.table_path);
+    predict_init();
     cfg.active = access(cfg.standin, X_OK) == 0 && !adopts_orphans();
     if (!cfg.active)
         debug_line("nothing is routed: no stand-in at, or we adopt orphans:", cfg.standin);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <time.h>
@@ -70,6 +71,7 @@ int route_attach(const char *scope, int create)
     route_table = m;
     if (made) {
         route_table->size = sizeof(struct route_shared);
+        route_table->base_nice = getpriority(PRIO_PROCESS, 0);
         __atomic_store_n(&route_table->magic, ROUTE_MAGIC, __ATOMIC_RELEASE);
     }
     return 0;

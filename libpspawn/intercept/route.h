@@ -9,8 +9,9 @@
  * and the scope's random name (PSPAWN_INTERCEPT_SCOPE): a program is
  * routed from its Nth start on.  The table also lists the pids of the
  * scope's stand-ins (so that a launcher's kill() of one can be told from
- * a kill() of its process group) and what the stand-ins learnt cannot
- * have a zygote.
+ * a kill() of its process group), what the stand-ins learnt cannot
+ * have a zygote, and, with spawn-site priorities, the children whose run
+ * time is being measured (children.h).
  *
  * Everything here may run in a vfork child, between vfork and exec: it
  * calls only system calls and atomics, on the stack.
@@ -50,12 +51,26 @@ struct route_program {
     uint32_t verdict;       /* enum route_verdict */
 };
 
+/* A child whose run time is measured for spawn-site priorities
+ * (children.h): registered by its launcher's spawn or by its own exec,
+ * taken off when its launcher reaps it.  Every field but the pid goes
+ * from 0 to its value once (compare-and-swap), in any order. */
+#define ROUTE_CHILDREN 4096
+struct route_child {
+    int32_t pid;            /* 0: free */
+    uint32_t verdict;       /* enum priority_verdict, the first one taken */
+    uint64_t site[2];       /* the launcher's spawn site; an exec of the process's own */
+    uint64_t start_ns;      /* CLOCK_BOOTTIME */
+};
+
 #define ROUTE_MAGIC 0x70737274u /* "psrt" */
 struct route_shared {
     uint32_t magic, size;
     int32_t creator;        /* the process that made the scope: its end ends it */
+    int32_t base_nice;      /* its nice: a long child's is this + N, never more */
     struct route_program program[ROUTE_PROGRAMS];
     int32_t standin[ROUTE_STANDINS];    /* pids; 0: free */
+    struct route_child child[ROUTE_CHILDREN];
 };
 
 /* The scope's shared table: mapped by route_attach, NULL if there is none

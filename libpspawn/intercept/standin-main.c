@@ -36,6 +36,7 @@
 #include "intercept.h"
 #include "internal.h"
 #include "pidfd.h"
+#include "priority.h"
 #include "route.h"
 
 extern char **environ;
@@ -100,7 +101,8 @@ static void refuse_program(const char *path, uint32_t verdict)
 /* The name of the scope's zygote for this launch: the user, the scope,
  * and the program's identity with what a fork of a zygote keeps of its
  * exec (group ids; the session, which a task can join only from within,
- * unless it leads one of its own: NEW_SESSION). */
+ * unless it leads one of its own: NEW_SESSION; the scheduling, which an
+ * unprivileged task cannot raise back from a zygote started lowered). */
 static int zygote_key(const char *path, char **argv, const char *scope, const char *options,
                       int new_session, char *key, size_t len)
 {
@@ -113,6 +115,7 @@ static int zygote_key(const char *path, char **argv, const char *scope, const ch
     int ng = getgroups(256, groups);
     pspawn_hash(&h, &sid, sizeof sid);
     pspawn_hash(&h, &gid, sizeof gid);
+    priority_hash_scheduling(&h);
     if (ng > 0)
         pspawn_hash(&h, groups, (size_t)ng * sizeof groups[0]);
     int n = snprintf(key, len, "i%u.%s.%016llx", (unsigned)geteuid(), scope,
@@ -207,9 +210,19 @@ int main(int argc, char **argv)
     /* The name exec would have given us (our comm), for ps and top. */
     const char *base = strrchr(path, '/');
     prctl(PR_SET_NAME, base ? base + 1 : path, 0, 0, 0);
+    char *verdict = take_var(PRIORITY_ENV_STANDIN);
     const char *scope = getenv(ROUTE_ENV_SCOPE);
     if (!scope || route_attach(scope, 0) < 0)
         exec_plain(path, argv, "no interception scope");
+    /* A routed posix_spawn's prediction (spawn-site priorities): ours
+     * before we choose a zygote by our scheduling. */
+    if (verdict) {
+        struct priority_config pc;
+        priority_config_from_env(&pc, route_table->base_nice);
+        priority_apply(0, &pc, !strcmp(verdict, "long") ? VERDICT_LONG
+                               : !strcmp(verdict, "short") ? VERDICT_SHORT : VERDICT_NONE);
+        free(verdict);
+    }
     route_standin_add(getpid());
     struct program prog;
     if (pspawn_program_inspect(&prog, path) != 0)

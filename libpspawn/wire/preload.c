@@ -60,15 +60,24 @@ int pspawn_preload_cache(char *path, size_t size, char *key, size_t keysize)
     for (char *c = key; *c; c++)
         if (*c == '\n')
             *c = ' ';
+    char dir[PATH_MAX];
+    if (pspawn_cache_dir(dir, sizeof dir) < 0)
+        return -1;
+    k = snprintf(path, size, "%s/preload/%s-%016" PRIx64, dir, strrchr(exe, '/') + 1, hash(key));
+    return k > 0 && (size_t)k < size ? 0 : -1;
+}
+
+int pspawn_cache_dir(char *buf, size_t size)
+{
     const char *dir = getenv("PSPAWN_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"),
                *home = getenv("HOME");
-    const char *base = strrchr(exe, '/') + 1;
+    int k;
     if (dir && *dir)
-        k = snprintf(path, size, "%s/preload/%s-%016" PRIx64, dir, base, hash(key));
+        k = snprintf(buf, size, "%s", dir);
     else if (xdg && *xdg)
-        k = snprintf(path, size, "%s/pspawn/preload/%s-%016" PRIx64, xdg, base, hash(key));
+        k = snprintf(buf, size, "%s/pspawn", xdg);
     else if (home && *home)
-        k = snprintf(path, size, "%s/.cache/pspawn/preload/%s-%016" PRIx64, home, base, hash(key));
+        k = snprintf(buf, size, "%s/.cache/pspawn", home);
     else
         return -1;
     return k > 0 && (size_t)k < size ? 0 : -1;

@@ -33,6 +33,10 @@ int pspawn_preload_format(const struct preload_entry *e, char *buf, size_t size)
 /* This process's program's cache file (PATH) and key (KEY, one line, no
  * newline).  0, or -1 (no home, no /proc). */
 int pspawn_preload_cache(char *path, size_t size, char *key, size_t keysize);
+/* The user's pspawn cache directory, into BUF: $PSPAWN_CACHE_DIR, else
+ * $XDG_CACHE_HOME/pspawn, else ~/.cache/pspawn.  0, or -1 (no home, or
+ * too long). */
+int pspawn_cache_dir(char *buf, size_t size);
 /* Create the directories above PATH (mode 0700).  0 or -1. */
 int pspawn_preload_mkdirs(const char *path);
 
