@@ -363,7 +363,7 @@ int main(int argc, char **argv)
      * cannot join: it leads a group of its own, as task 0 of a plain step
      * does (a kill(0) of one task reaches no other step's). */
     if ((err = pspawn_standin_send(sock, targv, shim.token, sig_pipe, 2, &hold,
-                                   client.job ? REQ_SETPGROUP : 0, 0))) {
+                                   REQ_HOLD | (client.job ? REQ_SETPGROUP : 0), 0))) {
         char why[160];
         if (err == EMFILE)
             snprintf(why, sizeof why, "more inherited fds than a request passes (%d with 0-2): "
@@ -373,7 +373,12 @@ int main(int argc, char **argv)
         exec_plain(path, targv, why);
     }
     const char *refused;
-    pid_t task = pspawn_standin_started(sock, wait_ms, &refused);
+    int setup;
+    pid_t task = pspawn_standin_started(sock, wait_ms, &setup, &refused);
+    /* Set up before it is moved or released: held, it runs nothing of its
+     * program until then. */
+    if (task > 0 && setup >= 0 && pspawn_standin_setup_done(setup, task, &refused) < 0)
+        task = -1;
     if (task < 0) {
         pspawn_standin_go(&hold, 0);
         close(sock);

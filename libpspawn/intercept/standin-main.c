@@ -256,8 +256,8 @@ int main(int argc, char **argv)
      * session of its own as we do; it dies with us if we are killed. */
     struct pspawn_hold hold = { .held = 0 };
     int err = pspawn_standin_send(sock, argv, scope, NULL, 0, &hold,
-                                  (new_session ? REQ_SETSID : REQ_SETPGROUP) | REQ_STANDIN_BOUND,
-                                  getpgrp());
+                                  REQ_HOLD | REQ_STANDIN_BOUND |
+                                  (new_session ? REQ_SETSID : REQ_SETPGROUP), getpgrp());
     if (err) {
         char why[160];
         snprintf(why, sizeof why, err == EMFILE ? "more inherited fds than a request passes"
@@ -274,19 +274,31 @@ int main(int argc, char **argv)
         exec_plain(path, argv, why);
     }
     const char *refused;
-    pid_t task = pspawn_standin_started(sock, wait_ms, &refused);
+    int setup;
+    pid_t task = pspawn_standin_started(sock, wait_ms, &setup, &refused);
     if (task < 0) {
         pspawn_standin_go(&hold, 0);
         close(sock);
         exec_plain(path, argv, refused);
     }
-    /* Held, the task cannot have exited: this pidfd is its own. */
+    /* Held, the task cannot have exited: this pidfd is its own.  It is
+     * released at once, before its setup is through (it runs its program
+     * only once that has succeeded): it need not wait for us to be
+     * scheduled twice more. */
     struct signals sigs = { .task = task, .task_pidfd = (int)syscall(SYS_pidfd_open, task, 0),
                             .own_group = new_session };
+    sigset_t mask;
     relayed_set(&sigs.set);
-    sigprocmask(SIG_BLOCK, &sigs.set, NULL);
+    sigprocmask(SIG_BLOCK, &sigs.set, &mask);
     sigs.fd = signalfd(-1, &sigs.set, SFD_CLOEXEC | SFD_NONBLOCK);
     pspawn_standin_go(&hold, 1);
+    if (setup >= 0 && pspawn_standin_setup_done(setup, task, &refused) < 0) {
+        /* It exits without having run its program (or was killed, stuck). */
+        close(sock);
+        route_standin_remove(getpid());
+        sigprocmask(SIG_SETMASK, &mask, NULL);
+        exec_plain(path, argv, refused);
+    }
     say("task %d (%s) forked by the zygote", (int)task, path);
     struct pspawn_standin_signals from = { sigs.fd, take_signals, &sigs };
     int status = pspawn_standin_task_status(sock, task, sigs.task_pidfd, wait_ms / 3, &from);

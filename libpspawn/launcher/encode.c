@@ -175,7 +175,7 @@ int pspawn_send_standin(int sock, const struct call *c, pspawn_task_t *task, con
     int err = pspawn_encode_request(&r, c, &t, 1, 0, token);
     if (!err)
         err = pspawn_send_request(sock, 1, &r, c);
-    if (!err && (c->flags & REQ_HOLD) && hold)
+    if (!err && hold)
         *hold = (struct pspawn_hold){ r, 1 };
     else
         pspawn_encoded_release(&r);     /* the zygote has its own mapping */

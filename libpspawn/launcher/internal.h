@@ -252,16 +252,17 @@ int pspawn_send_request(int sock, uint32_t id, const struct encoded_request *r,
                         const struct call *c);
 void pspawn_encoded_release(struct encoded_request *r);
 
-/* A stand-in's hold on its task (REQ_HOLD): the request's shared mapping,
- * whose go[0] releases the task. */
+/* A stand-in's hold on its task: the request's shared mapping, whose
+ * go[0] releases a held task (REQ_HOLD). */
 struct pspawn_hold {
     struct encoded_request req;
     int held;
 };
 /* Send one stand-in request (a task of CALL's state with TASK's argv and
- * envp) on SOCK, with the step's TOKEN.  If CALL's flags have REQ_HOLD,
- * *HOLD keeps the request so that pspawn_standin_go can release the task
- * (which waits until then, or until the caller is gone). */
+ * envp) on SOCK, with the step's TOKEN.  *HOLD (if not NULL) keeps the
+ * request so that pspawn_standin_go can release the task, which with
+ * REQ_HOLD in CALL's flags waits until then (or until the caller is
+ * gone). */
 int pspawn_send_standin(int sock, const struct call *c, pspawn_task_t *task,
                         const char *token, struct pspawn_hold *hold);
 /* Let the held task run (RUN) or exit 127 without running (!RUN). */
@@ -321,8 +322,9 @@ int pspawn_standin_wait_ms(void);
 /* Send the one-task request of a stand-in: ARGV with everything exec would
  * have given the task from this process (environ, cwd, umask, rlimits,
  * affinity, signal state, and every inherited fd but SOCK and SKIP[] at
- * its own number).  HOLD: the task waits for pspawn_standin_go.  FLAGS:
- * REQ_SETPGROUP (the task joins process group PGROUP, 0: one of its own),
+ * its own number).  HOLD: as pspawn_send_standin's.  FLAGS: REQ_HOLD (the
+ * task waits for pspawn_standin_go), REQ_SETSID (it leads a session of
+ * its own), REQ_SETPGROUP (it joins process group PGROUP, 0: one of its own),
  * REQ_STANDIN_BOUND (the zygote kills the task should this stand-in
  * vanish before it), or 0. */
 int pspawn_standin_send(int sock, char **argv, const char *token, const int *skip, int nskip,
@@ -336,8 +338,14 @@ ssize_t pspawn_recv_within(int fd, void *buf, size_t len, int ms);
  * signal, move or wait for. */
 int pspawn_zygote_made(int sock, pid_t task);
 /* The zygote's answer to a stand-in's request, within WAIT_MS: the task's
- * pid, or -1 with *WHY (a sentence) when there is no task. */
-pid_t pspawn_standin_started(int sock, int wait_ms, const char **why);
+ * pid, or -1 with *WHY (a sentence) when there is no task.  *SETUP: the
+ * task's setup pipe (for pspawn_standin_setup_done), or -1. */
+pid_t pspawn_standin_started(int sock, int wait_ms, int *setup, const char **why);
+/* Wait (PSPAWN_SETUP_WAIT_MS at most) until TASK, whose setup pipe SETUP
+ * this closes, is set up: 0, or -1 with *WHY when its setup failed (it
+ * exits 127 without running its program) or got stuck (it is killed).  A
+ * released task's program runs only once its setup has succeeded. */
+int pspawn_standin_setup_done(int setup, pid_t task, const char **why);
 /* Where a stand-in takes the signals it must pass on while it waits: TAKE
  * is called when FD is readable. */
 struct pspawn_standin_signals {

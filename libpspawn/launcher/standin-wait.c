@@ -81,9 +81,7 @@ static ssize_t recv_reply(int sock, struct standin_reply *r, int ms, int *fd)
     return got;
 }
 
-/* A held task's setup, told on its setup pipe SETUP: 0 once it waits for
- * its go, else -1 with *WHY (it exited, or is killed when stuck). */
-static int setup_done(int setup, pid_t task, const char **why)
+int pspawn_standin_setup_done(int setup, pid_t task, const char **why)
 {
     static char buf[128];
     struct pollfd p = { setup, POLLIN, 0 };
@@ -107,10 +105,11 @@ static int setup_done(int setup, pid_t task, const char **why)
     return -1;
 }
 
-pid_t pspawn_standin_started(int sock, int wait_ms, const char **why)
+pid_t pspawn_standin_started(int sock, int wait_ms, int *setup_out, const char **why)
 {
     struct standin_reply r;
     int setup;
+    *setup_out = -1;
     ssize_t got = recv_reply(sock, &r, wait_ms, &setup);
     if (got != (ssize_t)sizeof r || r.magic != PSPAWN_MAGIC || r.kind != STANDIN_STARTED) {
         int timed_out = got < 0 && errno == ETIMEDOUT;
@@ -127,8 +126,7 @@ pid_t pspawn_standin_started(int sock, int wait_ms, const char **why)
         *why = "zygote named a task that is not its child";
         return -1;
     }
-    if (setup >= 0 && setup_done(setup, r.pid, why) < 0)
-        return -1;
+    *setup_out = setup;
     return r.pid;
 }
 

@@ -524,8 +524,7 @@ int pspawn_standin_send(int sock, char **argv, const char *token, const int *ski
         free(c);
         return err;
     }
-    if (hold)
-        c->flags |= REQ_HOLD;
+    c->flags |= flags & REQ_HOLD;
     c->flags |= flags & (REQ_STANDIN_BOUND | REQ_SETSID);
     if (flags & REQ_SETPGROUP) {
         c->flags |= REQ_SETPGROUP;

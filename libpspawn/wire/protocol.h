@@ -277,12 +277,15 @@ struct standin_reply {
     int32_t pid;
     int32_t status;         /* EXITED: wait status; FAILED: errno */
 };
-/* A held task's STARTED (REQ_HOLD) comes with the read end of its setup
- * pipe (SCM_RIGHTS): the zygote does not wait for the task's setup, its
- * stand-in does.  The pipe closes once the task is set up and waits for
- * its go; a task whose setup failed writes its errno there (an int) and
- * exits.  A setup that takes longer than this is given up (the task, which
- * ran nothing of its program, is killed). */
+/* A stand-in's STARTED comes with the read end of its task's setup pipe
+ * (SCM_RIGHTS): the zygote does not wait for the task's setup, the
+ * stand-in does.  The pipe closes once the task is set up (a held task
+ * then waits for its go, REQ_HOLD; another goes on to its main); a task
+ * whose setup failed writes its errno there (an int) and exits.  The
+ * kernel writes the task's pid into the go block's pid[0] before the task
+ * runs, so that a stand-in whose zygote dies before it says STARTED knows
+ * whether a task exists.  A setup that takes longer than this is given up
+ * (the task, which ran nothing of its program, is killed). */
 #define PSPAWN_SETUP_WAIT_MS 10000
 
 /* The fan-out message's memfd: what the receiver (the root zygote, or a

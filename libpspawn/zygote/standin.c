@@ -153,14 +153,17 @@ static int forward(struct client *c, int g, const struct request_msg *msg, int *
 
 /* Serve stand-in C's request (MSG, our copy of it at BASE, its go block
  * GO, and FDS as zygote_recv_request gives them): fork its task as our
- * own child.  Returns 1 in the task, 0 here, -1 when C is done with. */
+ * own child, its pid written into GO by the kernel before it runs, and
+ * tell the stand-in with the task's setup pipe: the stand-in, not we,
+ * waits for the setup (a held task runs nothing of its program before its
+ * stand-in releases it anyway).  Returns 1 in the task, 0 here, -1 when C
+ * is done with. */
 static int serve_one(struct client *c, const struct request_msg *msg, char *base,
                      struct wire_go *go, int *fds, int nfds, struct task_start *ts)
 {
     const struct wire_request *w = (const struct wire_request *)base;
     struct child_setup tmpl;
     int detail = 0, err = 0, errpipe[2] = { -1, -1 };
-    int held = msg->size >= sizeof *w && (w->flags & REQ_HOLD);
     close(fds[0]);
     close(fds[1]);
     /* One of the step's stand-ins, whether we serve it or not. */
@@ -179,7 +182,7 @@ static int serve_one(struct client *c, const struct request_msg *msg, char *base
     }
     pid_t pid = -1;
     if (!err) {
-        pid = zygote_clone(0, NULL);
+        pid = zygote_clone(0, &go->pid[0]);
         if (pid == 0) {
             close(errpipe[0]);
             close_serving_fds();
@@ -189,52 +192,20 @@ static int serve_one(struct client *c, const struct request_msg *msg, char *base
         }
         if (pid < 0)
             err = errno;
-        close(errpipe[1]);
-        errpipe[1] = -1;
-        if (pid > 0 && held) {
-            /* Its stand-in waits for the setup (it may not run before the
-             * stand-in releases it anyway): we go on serving. */
-            zygote_drop_request(base, msg->size, go, fds + ZYGOTE_REQ_HEAD, nfds - ZYGOTE_REQ_HEAD);
-            c->task = pid;
-            struct standin_reply r = { PSPAWN_MAGIC, STANDIN_STARTED, (int32_t)pid, 0 };
-            pspawn_send_fds(c->fd, &r, sizeof r, &errpipe[0], 1);
-            close(errpipe[0]);
-            return 0;
-        }
-        int child_err = 0;
-        ssize_t got = -1;
-        struct pollfd p = { errpipe[0], POLLIN, 0 };
-        int pr;
-        while ((pr = poll(&p, 1, PSPAWN_SETUP_WAIT_MS)) < 0 && errno == EINTR)
-            ;
-        while (pr > 0 && (got = read(errpipe[0], &child_err, sizeof child_err)) < 0 &&
-               errno == EINTR)
-            ;
-        if (pid > 0 && pr == 0) {
-            /* Held, it has run nothing of the program's: its stand-in
-             * execs the task instead. */
-            kill(pid, SIGKILL);
-            child_err = ETIMEDOUT;
-            got = sizeof child_err;
-        }
-        if (pid > 0 && got == sizeof child_err) {
-            err = child_err;
-            while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-                ;
-            pid = -1;
-        }
     }
-    if (errpipe[0] >= 0)
-        close(errpipe[0]);
-    if (errpipe[1] >= 0)    /* refused before the clone */
+    if (errpipe[1] >= 0)
         close(errpipe[1]);
     zygote_drop_request(base, msg->size, go, fds + ZYGOTE_REQ_HEAD, nfds - ZYGOTE_REQ_HEAD);
     if (err) {
+        if (errpipe[0] >= 0)
+            close(errpipe[0]);
         standin_reply(c->fd, STANDIN_FAILED, -1, err);
         return -1;
     }
     c->task = pid;
-    standin_reply(c->fd, STANDIN_STARTED, pid, 0);
+    struct standin_reply r = { PSPAWN_MAGIC, STANDIN_STARTED, (int32_t)pid, 0 };
+    pspawn_send_fds(c->fd, &r, sizeof r, &errpipe[0], 1);
+    close(errpipe[0]);
     return 0;
 }
 

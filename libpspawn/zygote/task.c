@@ -252,15 +252,16 @@ struct task_start zygote_task_main(char *base, size_t size, struct wire_go *go, 
         zygote_python_task_signals(w->sigign);
     int report_fd = fds[nfds];
     if (standin) {
-        /* Our parent is the zygote, which already has our pid: only a
-         * failure needs telling (the pipe closes on success). */
+        /* Our stand-in has our pid (from the zygote, or from the go
+         * block): only a failure needs telling (the pipe closes on
+         * success). */
         if (err) {
             while (write(report_fd, &err, sizeof err) < 0 && errno == EINTR)
                 ;
             _exit(127);
         }
+        close(report_fd);
         if (w->flags & REQ_HOLD) {
-            close(report_fd);   /* the zygote's read ends: it replies */
             wait_go(w, go, index, 1);
             /* Moving a task into another cpuset cgroup resets its CPU
              * affinity to that cgroup's: bind it again. */
