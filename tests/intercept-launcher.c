@@ -83,33 +83,12 @@ static void wait_for(int i, pid_t pid)
     report(i, st);
 }
 
-/* fork + execv(e), the exec's error back through a close-on-exec pipe. */
-static pid_t by_fork(char **argv, char **env, int *err)
-{
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) < 0)
-        exit(3);
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(p[0]);
-        execve(argv[0], argv, env);
-        int e = errno;
-        if (write(p[1], &e, sizeof e) < 0)
-            _exit(126);
-        _exit(127);
-    }
-    close(p[1]);
-    *err = 0;
-    if (read(p[0], err, sizeof *err) == (ssize_t)sizeof *err) {
-        waitpid(pid, NULL, 0);
-        pid = -1;
-    }
-    close(p[0]);
-    return pid;
-}
+/* fork + execve, execveat (a directory fd and the name) or fexecve (a
+ * file fd), as HOW says; the exec's error back through a close-on-exec
+ * pipe. */
+enum exec_how { BY_PATH, BY_DIRFD, BY_FILEFD };
 
-/* fork + execveat(directory fd, name) or fexecve(file fd). */
-static pid_t by_fd(char **argv, char **env, int *err, int whole_file)
+static pid_t by_fork(char **argv, char **env, int *err, enum exec_how how)
 {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s", argv[0]);
@@ -117,29 +96,32 @@ static pid_t by_fd(char **argv, char **env, int *err, int whole_file)
     const char *name = slash ? slash + 1 : dir;
     if (slash)
         *slash = 0;
-    int fd = whole_file ? open(argv[0], O_RDONLY | O_CLOEXEC)
-                        : open(slash ? (dir[0] ? dir : "/") : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) {
+    int fd = how == BY_FILEFD ? open(argv[0], O_RDONLY | O_CLOEXEC)
+             : how == BY_DIRFD ? open(slash ? (dir[0] ? dir : "/") : ".",
+                                      O_PATH | O_DIRECTORY | O_CLOEXEC)
+                               : 0;
+    int p[2];
+    if (fd < 0 || pipe2(p, O_CLOEXEC) < 0) {
         *err = errno;
         return -1;
     }
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) < 0)
-        exit(3);
     pid_t pid = fork();
     if (pid == 0) {
         close(p[0]);
-        if (whole_file)
+        if (how == BY_FILEFD)
             fexecve(fd, argv, env);
-        else
+        else if (how == BY_DIRFD)
             execveat(fd, name, argv, env, 0);
+        else
+            execve(argv[0], argv, env);
         int e = errno;
         if (write(p[1], &e, sizeof e) < 0)
             _exit(126);
         _exit(127);
     }
     close(p[1]);
-    close(fd);
+    if (how != BY_PATH)
+        close(fd);
     *err = 0;
     if (read(p[0], err, sizeof *err) == (ssize_t)sizeof *err) {
         waitpid(pid, NULL, 0);
@@ -184,11 +166,11 @@ static void launch(const char *mode, int i, char **argv)
     int err = 0;
     pid_t pid = -1;
     if (!strcmp(mode, "fork") || !strcmp(mode, "threads"))
-        pid = by_fork(argv, env, &err);
+        pid = by_fork(argv, env, &err, BY_PATH);
     else if (!strcmp(mode, "vfork"))
         pid = by_vfork(argv, env, &err);
     else if (!strcmp(mode, "execveat") || !strcmp(mode, "fexecve"))
-        pid = by_fd(argv, env, &err, !strcmp(mode, "fexecve"));
+        pid = by_fork(argv, env, &err, !strcmp(mode, "fexecve") ? BY_FILEFD : BY_DIRFD);
     else if (!strcmp(mode, "spawn") || !strcmp(mode, "spawnp"))
         pid = by_spawn(argv, env, &err, !strcmp(mode, "spawnp"));
     free_env(env);

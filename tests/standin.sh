@@ -380,6 +380,7 @@ if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null && [ -x "${PSPAWN_TOPOL
             if [ "$(grep -c "^$i " "$tmp/runs11")" != 1 ] || [ "$(cat "$tmp/rc11.$i")" != 0 ] ||
                [ "$4" != "$want" ]; then
                 bad=1; diag "rank $i: '$line', stand-in exited $(cat "$tmp/rc11.$i")"
+                diag_file "$tmp/err11.$i" 12
             elif [ $((i % 2)) = 0 ] && [ "$3" != "$zpid" ]; then
                 bad=1; diag "rank $i (CPU 0) forked by $3, not the root $zpid"
             elif [ $((i % 2)) = 1 ]; then

@@ -204,23 +204,31 @@ static size_t count(char *const v[])
     return n;
 }
 
-/* An exec in the process that becomes the program (it may be a vfork
- * child), called from RET: the stand-in if routed, else (or if that exec
- * fails) as asked. */
+/* Before an exec of PATH (the file it will run) in the process that
+ * becomes the program (it may be a vfork child), called from RET: measured
+ * and started as its site predicts (MARK), and if routed, the stand-in's
+ * exec in its place, which returns only if it fails: the exec asked for
+ * follows, so that every error is exec's own. */
+static void before_exec(const char *path, char *const argv[], char *const envp[],
+                        const void *ret, struct child_mark *mark)
+{
+    predict_exec(ret, path, argv, mark);
+    if (!wanted(path, argv, envp))
+        return;
+    size_t envc = count(envp);
+    char *env[envc + 3];
+    char var[sizeof ROUTE_ENV_EXEC + PATH_MAX + 1];
+    if (standin_env(env, var, sizeof var, path, envp, envc, NULL)) {
+        debug_line("routed:", path);
+        cfg.execve(cfg.standin, argv, env);
+    }
+}
+
 static int routed_execve(const char *path, char *const argv[], char *const envp[],
                          const void *ret)
 {
-    struct child_mark mark;
-    predict_exec(ret, path, argv, &mark);
-    if (wanted(path, argv, envp)) {
-        size_t envc = count(envp);
-        char *env[envc + 3];
-        char var[sizeof ROUTE_ENV_EXEC + PATH_MAX + 1];
-        if (standin_env(env, var, sizeof var, path, envp, envc, NULL)) {
-            debug_line("routed:", path);
-            cfg.execve(cfg.standin, argv, env);
-        }
-    }
+    struct child_mark mark = { -1, -1 };
+    before_exec(path, argv, envp, ret, &mark);
     int r = cfg.execve(path, argv, envp);
     predict_exec_failed(&mark);
     return r;
@@ -270,24 +278,14 @@ static int path_at(int dirfd, const char *path, int flags, char *buf, size_t len
 }
 
 /* Before execveat's or fexecve's exec (DIRFD, PATH, FLAGS as execveat
- * takes them), called from RET: the stand-in's exec if routed as execve
- * of the path they stand for.  Returns to do the exec asked for. */
+ * takes them), called from RET: as before an execve of the path they
+ * stand for. */
 static void route_at(int dirfd, const char *path, int flags, char *const argv[],
                      char *const envp[], const void *ret, struct child_mark *mark)
 {
     char resolved[PATH_MAX];
-    if (!path || !path_at(dirfd, path, flags, resolved, sizeof resolved))
-        return;
-    predict_exec(ret, resolved, argv, mark);
-    if (wanted(resolved, argv, envp)) {
-        size_t envc = count(envp);
-        char *env[envc + 3];
-        char var[sizeof ROUTE_ENV_EXEC + PATH_MAX + 1];
-        if (standin_env(env, var, sizeof var, resolved, envp, envc, NULL)) {
-            debug_line("routed:", resolved);
-            cfg.execve(cfg.standin, argv, env);
-        }
-    }
+    if (path && path_at(dirfd, path, flags, resolved, sizeof resolved))
+        before_exec(resolved, argv, envp, ret, mark);
 }
 
 EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
@@ -350,16 +348,7 @@ static int routed_execvpe(const char *file, char *const argv[], char *const envp
     struct child_mark mark = { -1, -1 };
     int found = file && *file && search_path(file, path, sizeof path);
     if (found)
-        predict_exec(ret, path, argv, &mark);
-    if (found && wanted(path, argv, envp)) {
-        size_t envc = count(envp);
-        char *env[envc + 3];
-        char var[sizeof ROUTE_ENV_EXEC + PATH_MAX + 1];
-        if (standin_env(env, var, sizeof var, path, envp, envc, NULL)) {
-            debug_line("routed:", path);
-            cfg.execve(cfg.standin, argv, env);
-        }
-    }
+        before_exec(path, argv, envp, ret, &mark);
     int r = cfg.execvpe(file, argv, envp);
     predict_exec_failed(&mark);
     return r;

@@ -295,7 +295,6 @@ int main(int argc, char **argv)
     if (setup >= 0 && pspawn_standin_setup_done(setup, task, &refused) < 0) {
         /* It exits without having run its program (or was killed, stuck). */
         close(sock);
-        route_standin_remove(getpid());
         sigprocmask(SIG_SETMASK, &mask, NULL);
         exec_plain(path, argv, refused);
     }
