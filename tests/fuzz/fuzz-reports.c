@@ -1,7 +1,8 @@
 /*
  * What the launcher reads from its zygotes: the task reports on the
- * report pipe (launcher/request.c: read_reports, take_report, then
- * finish_requests; request.c is included to reach them), and the ready
+ * report pipe (launcher/request.c: pspawn_batch_read_reports, its
+ * take_report, then pspawn_batch_retire; request.c is included to reach
+ * its static parts), and the ready
  * message each zygote sends once parked (launcher/zygote.c:
  * pspawn_zygote_await, pspawn_zygote_refusal; launcher/fanout.c:
  * pspawn_server_ready).
@@ -127,27 +128,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     z.report_r = rep[0];
 
     static struct pspawn_attr_impl attr;
-    static struct call c;
+    static struct batch_call call;
     memset(&attr, 0, sizeof attr);
-    memset(&c, 0, sizeof c);
+    memset(&call, 0, sizeof call);
     if (bits & 1)
         attr.pid_hook = pid_hook;
-    c.attr = &attr;
-    c.user_flags = (bits & 2) ? PSPAWN_PIDFD : 0;
-    static pspawn_task_t tasks[NTASKS];
-    static unsigned char state[NTASKS];
+    call.c.attr = &attr;
+    call.c.user_flags = (bits & 2) ? PSPAWN_PIDFD : 0;
+    call.unsettled = NTASKS;
+    static struct batch_task tasks[NTASKS];
     memset(tasks, 0, sizeof tasks);
     memset(hooked, 0, sizeof hooked);
-    for (int i = 0; i < NTASKS; i++) {
-        tasks[i].pidfd = -1;
-        state[i] = T_SENT;
-    }
-    struct batch b = { .z = &z, .tasks = tasks, .n = NTASKS, .c = &c, .state = state };
+    for (int i = 0; i < NTASKS; i++)
+        tasks[i] = (struct batch_task){ .t = { .pid = -1, .pidfd = -1 }, .call = &call,
+                                        .server = 0, .state = T_SENT };
+    struct batch b;
+    pspawn_batch_init(&b, &z);
+    b.task = tasks;
+    b.n = b.cap = b.unsettled = NTASKS;
     static const struct { uint32_t id; int k; } reqs[] = { { 1, 3 }, { 2, 5 }, { 7, PSPAWN_REQ_MAX } };
     b.nout = b.capout = 3;
     b.out = calloc(3, sizeof *b.out);
     int inflight[2] = { 3, 0 };
+    size_t cursor[2] = { NTASKS, NTASKS };
+    b.nservers = 2;
     b.inflight = inflight;
+    b.cursor = cursor;
     size_t first = 0;
     for (int r = 0; r < 3; r++) {
         struct outstanding *o = &b.out[r];
@@ -161,11 +167,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(o->req.go != MAP_FAILED, "no memory for a go block");
     }
 
-    read_reports(&b);
-    for (int r = 0; r < b.nout; r++)
-        FUZZ_CHECK(b.out[r].reported <= b.out[r].k, "request %u: %d reports for %d tasks", b.out[r].id,
-                   b.out[r].reported, b.out[r].k);
-    finish_requests(&b);
+    pspawn_batch_read_reports(&b);
+    for (int r = 0; r < b.nout; r++) {
+        int seen = 0;
+        for (int j = 0; j < b.out[r].k; j++)
+            seen += b.out[r].seen[j];
+        FUZZ_CHECK(seen <= b.out[r].k, "request %u: %d reports for %d tasks", b.out[r].id, seen,
+                   b.out[r].k);
+    }
+    pspawn_batch_retire(&b);
 
     unsigned char open_req[NTASKS];
     memset(open_req, 0, sizeof open_req);
@@ -173,15 +183,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (int j = 0; j < b.out[r].k; j++)
             open_req[b.out[r].idx[j]] = 1;
     for (int i = 0; i < NTASKS; i++) {
-        FUZZ_CHECK(state[i] == T_SENT || state[i] == T_DONE || state[i] == T_TODO || state[i] == T_EXEC,
-                   "task %d: state %d", i, state[i]);
-        FUZZ_CHECK(open_req[i] || state[i] != T_SENT, "task %d: its request is over, and it is still sent", i);
-        if (state[i] == T_DONE) {
-            FUZZ_CHECK(tasks[i].error >= 0, "task %d: error %d", i, tasks[i].error);
-            FUZZ_CHECK(tasks[i].error || tasks[i].pid > 0, "task %d: done, with pid %d", i, (int)tasks[i].pid);
+        unsigned st = tasks[i].state;
+        pspawn_task_t *t = &tasks[i].t;
+        FUZZ_CHECK(st == T_SENT || st == T_DONE || st == T_TODO || st == T_EXEC,
+                   "task %d: state %u", i, st);
+        FUZZ_CHECK(open_req[i] || st != T_SENT, "task %d: its request is over, and it is still sent", i);
+        if (st == T_DONE) {
+            FUZZ_CHECK(t->error >= 0, "task %d: error %d", i, t->error);
+            FUZZ_CHECK(t->error || t->pid > 0, "task %d: done, with pid %d", i, (int)t->pid);
         }
-        if (tasks[i].pidfd >= 0)
-            close(tasks[i].pidfd);
+        if (t->pidfd >= 0)
+            close(t->pidfd);
     }
     for (int r = 0; r < b.nout; r++)
         pspawn_encoded_release(&b.out[r].req);
