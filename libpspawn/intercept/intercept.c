@@ -61,6 +61,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "execargs.h"
@@ -293,7 +294,9 @@ EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const
 {
     struct child_mark mark = { -1, -1 };
     route_at(dirfd, path, flags, argv, envp, __builtin_return_address(0), &mark);
-    int r = cfg.execveat(dirfd, path, argv, envp, flags);
+    /* glibc has had execveat since 2.34 only. */
+    int r = cfg.execveat ? cfg.execveat(dirfd, path, argv, envp, flags)
+                         : (int)syscall(SYS_execveat, dirfd, path, argv, envp, flags);
     predict_exec_failed(&mark);
     return r;
 }
@@ -511,7 +514,7 @@ __attribute__((constructor)) static void intercept_init(void)
 {
     cfg.execve = (execve_fn)intercept_next("execve");
     cfg.execvpe = (execvpe_fn)intercept_next("execvpe");
-    cfg.execveat = (execveat_fn)intercept_next("execveat");
+    cfg.execveat = (execveat_fn)dlsym(RTLD_NEXT, "execveat");
     cfg.fexecve = (fexecve_fn)intercept_next("fexecve");
     cfg.posix_spawn = (spawn_fn)intercept_next("posix_spawn");
     cfg.posix_spawnp = (spawn_fn)intercept_next("posix_spawnp");
