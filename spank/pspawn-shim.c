@@ -68,6 +68,7 @@
 #include "procfs.h"
 #include "protocol.h"
 #include "pspawn_cgroup.h"
+#include "sayline.h"
 #include "shim.h"
 
 #define say shim_say
@@ -83,19 +84,12 @@ void shim_say(const char *fmt, ...)
 {
     if (!debug)
         return;
-    char buf[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
     /* The wall clock, to the ms: the lines line up with slurmd's log (the
      * job's zygote's start overlapping Slurm's setup, bench/README.md). */
-    struct timespec now;
-    struct tm tm;
-    clock_gettime(CLOCK_REALTIME, &now);
-    localtime_r(&now.tv_sec, &tm);
-    fprintf(stderr, "pspawn-shim[%d] %02d:%02d:%02d.%03ld: %s\n", (int)getpid(), tm.tm_hour,
-            tm.tm_min, tm.tm_sec, now.tv_nsec / 1000000, buf);
+    va_list ap;
+    va_start(ap, fmt);
+    pspawn_vsay_line("pspawn-shim", fmt, ap);
+    va_end(ap);
 }
 
 /* A plain task: what slurmstepd would have done. */

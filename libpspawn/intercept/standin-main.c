@@ -38,6 +38,7 @@
 #include "pidfd.h"
 #include "priority.h"
 #include "route.h"
+#include "sayline.h"
 
 extern char **environ;
 
@@ -48,12 +49,10 @@ static void say(const char *fmt, ...)
 {
     if (!debug)
         return;
-    char buf[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    pspawn_vsay_line("pspawn-standin", fmt, ap);
     va_end(ap);
-    fprintf(stderr, "pspawn-standin[%d]: %s\n", (int)getpid(), buf);
 }
 
 static void log_line(const char *msg)
