@@ -8,8 +8,10 @@
 
 # srun: 2 tasks per node, bound to cores (the nodes' containers have the
 # host's 2 CPUs).  A stand-in's task is its zygote's child: its parent says
-# which zygote made it.
-cmd="-N2 -n4 --ntasks-per-node=2 --cpu-bind=cores -l bash -c 'echo \$(hostname) cpus \$(grep Cpus_allowed_list /proc/self/status | cut -f2) parent \$PPID'"
+# which zygote made it.  The nodes are named (-w): the outputs are compared
+# with their hostnames, and Slurm otherwise picks any two of c1-c3 (c3 once
+# while c2 still finished the job before).
+cmd="-w c1,c2 -N2 -n4 --ntasks-per-node=2 --cpu-bind=cores -l bash -c 'echo \$(hostname) cpus \$(grep Cpus_allowed_list /proc/self/status | cut -f2) parent \$PPID'"
 ax "srun $cmd" >"$tmp/fan.plain" 2>&1
 rc_plain=$?
 ax "srun --pspawn=on,fanout=core $cmd" >"$tmp/fan.core" 2>&1
