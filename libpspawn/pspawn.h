@@ -184,6 +184,36 @@ size_t pspawn_context_zygotes(const pspawn_context_t *ctx, pspawn_zygote_info_t 
 /* Whether PID is one of the context's zygotes (1) or not (0). */
 int pspawn_context_owns(const pspawn_context_t *ctx, pid_t pid);
 
+/* ---- Process-in-Process (options "mode=pip") ----------------------------
+ *
+ * With "mode=pip" (pspawn_context_create_opts) the context's zygote is a
+ * PiP root: each task is a process of its own (own pid, fd table, cwd,
+ * signal handlers, exit status for waitpid) inside the root's address
+ * space, with its own copy of the program and its libraries (a link-map
+ * namespace: own globals, errno, heap arenas) and shared page tables.
+ * The program must be a PIE that exports main (-fPIE -pie -rdynamic) and
+ * has no thread-local variables of its own; at most PSPAWN_PIP_MAX_TASKS
+ * (15) tasks per root, later ones are exec'd.  pspawn(1), "PROCESS-IN-
+ * PROCESS", says what is shared and what is refused. */
+#define PSPAWN_MODE_FORK 0
+#define PSPAWN_MODE_PIP  1
+/* How the context's root makes tasks: PSPAWN_MODE_PIP, or FORK; when
+ * mode=pip was asked and refused (or the zygote has not started), *WHY
+ * (if not NULL) says why, a sentence owned by the context; else NULL. */
+int pspawn_context_mode(const pspawn_context_t *ctx, const char **why);
+
+/* In a PiP task: its rank (the order in which its root made it, from 0),
+ * or -1 in any other process. */
+int pspawn_pip_rank(void);
+/* In a PiP task: the address of the global SYMBOL in the program (or a
+ * library it loaded) of the task of rank RANK, which any task of the
+ * root may read and write.  NULL with errno: ENOTSUP (not a PiP task),
+ * EINVAL (no such rank), EAGAIN (that task has not loaded its program
+ * yet: try again), ESRCH (that task was exec'd, not loaded: it has
+ * another address space), ENOENT (no such symbol).  The address stays
+ * valid while the root lives, after that task has exited too. */
+void *pspawn_pip_get_addr(int rank, const char *symbol);
+
 /* How the context split the CPUs among its zygotes, as a sentence. */
 const char *pspawn_context_topology(const pspawn_context_t *ctx);
 

@@ -290,3 +290,26 @@ TESTS += tests/session
 # Spawn-site priorities (pspawn --intercept --priority), with the same two.
 TESTS += tests/intercept-priority.sh
 EXTRA_DIST += tests/intercept-priority.sh
+
+# Process-in-Process (mode=pip): a task program built for it (a PIE that
+# exports main, no TLS of its own), with the task-side calls compiled in
+# as they are (uninstrumented, as every launched program); the same
+# program not PIE, with TLS, and with $ORIGIN in its RUNPATH, which a PiP
+# root refuses.
+pip_task_flags = -fPIE
+pip_task_sources = tests/pip-task.c libpspawn/launcher/pip-peer.c
+check_PROGRAMS += tests/pip-task tests/pip-task-nopie tests/pip-task-tls tests/pip-task-origin
+tests_pip_task_SOURCES = $(pip_task_sources)
+tests_pip_task_CFLAGS = $(launched_cflags_common) $(pip_task_flags)
+tests_pip_task_LDFLAGS = -pie -rdynamic -ldl
+tests_pip_task_nopie_SOURCES = $(pip_task_sources)
+tests_pip_task_nopie_CFLAGS = $(launched_cflags_common) -fno-pie
+tests_pip_task_nopie_LDFLAGS = -no-pie -rdynamic -ldl
+tests_pip_task_tls_SOURCES = $(pip_task_sources) tests/pip-tls.c
+tests_pip_task_tls_CFLAGS = $(launched_cflags_common) $(pip_task_flags)
+tests_pip_task_tls_LDFLAGS = -pie -rdynamic -ldl
+tests_pip_task_origin_SOURCES = $(pip_task_sources)
+tests_pip_task_origin_CFLAGS = $(launched_cflags_common) $(pip_task_flags)
+tests_pip_task_origin_LDFLAGS = -pie -rdynamic -ldl -Wl,-rpath,'$$ORIGIN/../lib'
+TESTS += tests/pip.sh
+EXTRA_DIST += tests/pip.sh

@@ -16,7 +16,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: %s [-n N] [--bind none|core|LIST] [--env K=V]... [--exec] [--label]\n"
             "          [--fanout MODE] [--options LIST] [--preload auto|FILE]\n"
-            "          [--preload-modules LIST] [--timeout S]\n"
+            "          [--preload-modules LIST] [--timeout S] [--pip]\n"
             "          [-v] [--] PROG [ARGS...]\n"
             "Launch N instances of PROG by forking one parked, already-loaded copy of it.\n\n"
             "  -n, --ntasks N      number of tasks (default 1)\n"
@@ -37,6 +37,9 @@ static void usage(FILE *f)
             "                      Python modules a warm interpreter imports before it parks\n"
             "                      (comma-separated; default: what earlier tasks imported)\n"
             "  -t, --timeout S     terminate the tasks after S seconds (exit 124)\n"
+            "      --pip           Process-in-Process: tasks share the zygote's address\n"
+            "                      space, each with its own copy of PROG (a PIE linked\n"
+            "                      -rdynamic); at most 15 (pspawn(1))\n"
             "  -v, --verbose       print the launch time and the path used\n"
             "  -h, --help          this help\n"
             "  -V, --version       version\n\n"
@@ -55,7 +58,7 @@ static int add_options(struct cli_options *o, const char *prefix, const char *va
         return -1;
     if (pspawn_options_check(item, msg, sizeof msg) != 0) {
         fprintf(stderr, "%s: invalid %s'%s': %s\n", progname,
-                *prefix == 'f' ? "--fanout " : *prefix == 'm' ? "--preload-modules " : *prefix == 'p' ? "--preload " : "--options ",
+                *prefix == 'f' ? "--fanout " : *prefix == 'm' && prefix[2] == 'd' ? "--pip " : *prefix == 'm' ? "--preload-modules " : *prefix == 'p' ? "--preload " : "--options ",
                 value, msg);
         free(item);
         return -1;
@@ -126,6 +129,7 @@ int cli_parse(int argc, char **argv, struct cli_options *o)
         { "preload-modules", required_argument, NULL, 'p' },
         { "preload", required_argument, NULL, 'P' },
         { "timeout", required_argument, NULL, 't' },
+        { "pip", no_argument, NULL, 'I' },
         { "verbose", no_argument, NULL, 'v' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
@@ -184,6 +188,11 @@ int cli_parse(int argc, char **argv, struct cli_options *o)
             if (add_options(o, "preload=", optarg) != 0)
                 return -2;
             break;
+        case 'I':
+            if (add_options(o, "mode=", "pip") != 0)
+                return -2;
+            o->pip = 1;
+            break;
         case 't':
             o->timeout = strtod(optarg, &end);
             if (*end || o->timeout <= 0) {
@@ -199,6 +208,12 @@ int cli_parse(int argc, char **argv, struct cli_options *o)
     }
     if (optind >= argc) {
         usage(stderr);
+        return -2;
+    }
+    /* Items that parse alone may not go together (mode=pip, fanout=core). */
+    char msg[256];
+    if (o->options && pspawn_options_check(o->options, msg, sizeof msg) != 0) {
+        fprintf(stderr, "%s: invalid options '%s': %s\n", progname, o->options, msg);
         return -2;
     }
     /* libpspawn refuses to start a zygote with it: say which and why. */

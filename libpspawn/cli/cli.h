@@ -14,6 +14,7 @@ struct cli_options {
     char **extra_env;
     int nextra;
     int force_exec;
+    int pip;                /* --pip */
     int label;
     double timeout;
     int verbose;

@@ -398,6 +398,12 @@ int main(int argc, char **argv)
         print_zygotes(&ctx);
     if (!opt.force_exec && pspawn_context_reason(&ctx))
         snprintf(reason, sizeof reason, "%s", pspawn_context_reason(&ctx));
+    const char *not_pip = NULL;
+    int pip = !opt.force_exec && pspawn_context_mode(&ctx, &not_pip) == PSPAWN_MODE_PIP;
+    /* Asked for, not given: say so (the tasks ran all the same). */
+    if (opt.pip && !pip && !err)
+        fprintf(stderr, "%s: --pip: the tasks of %s are not PiP tasks: %s\n", progname, path,
+                not_pip ? not_pip : *reason ? reason : "they were exec'd");
     /* Every task is our child: the zygote has nothing left to do. */
     pspawn_context_destroy(&ctx);
     double t1 = now_s();
@@ -411,7 +417,7 @@ int main(int argc, char **argv)
         forward(tasks, SIGKILL);
     } else if (opt.verbose) {
         fprintf(stderr, "%s: launched %d tasks of %s in %.3f ms via %s%s%s\n", progname, opt.n,
-                path, (t1 - t0) * 1e3, used_zygote ? "zygote" : "exec",
+                path, (t1 - t0) * 1e3, pip ? "PiP" : used_zygote ? "zygote" : "exec",
                 *reason ? ": " : "", reason);
     }
 

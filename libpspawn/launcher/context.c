@@ -53,6 +53,10 @@ static int create(pspawn_context_t *ctx, const char *path, int core, char *const
     }
     if (core >= 0 && !options)
         z->opts.fanout = PSPAWN_FANOUT_NONE;
+    /* A PiP task loads the program afresh: a warm interpreter would be
+     * of no use to it. */
+    if (z->opts.pip)
+        z->opts.python = 0;
     z->start_core = core;
     z->report_r = -1;
     z->debug = pspawn_env_true("PSPAWN_DEBUG");

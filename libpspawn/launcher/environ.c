@@ -109,10 +109,15 @@ char **pspawn_zygote_environ(const char *const extra[], char *const base[], int 
     char **env = calloc(n + nextra + 8, sizeof *env);
     if (!env)
         return NULL;
-    const char *user_preload = NULL, *user_bindnow = NULL;
+    const char *user_preload = NULL, *user_bindnow = NULL, *user_tunables = NULL;
+    int pip = 0;
+    for (size_t i = 0; i < nextra; i++)
+        pip |= strcmp(extra[i], PSPAWN_ENV_PIP "=1") == 0;
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        if (strncmp(src[i], "LD_PRELOAD=", 11) == 0)
+        if (pip && strncmp(src[i], "GLIBC_TUNABLES=", 15) == 0)
+            user_tunables = src[i] + 15;
+        else if (strncmp(src[i], "LD_PRELOAD=", 11) == 0)
             user_preload = src[i] + 11;
         else if (strncmp(src[i], "LD_BIND_NOW=", 12) == 0)
             user_bindnow = src[i] + 12;
@@ -137,6 +142,15 @@ char **pspawn_zygote_environ(const char *const extra[], char *const base[], int 
         env[k++] = format(PSPAWN_ENV_PRELOAD "=%s", user_preload);
     if (user_bindnow)
         env[k++] = format(PSPAWN_ENV_BINDNOW "=%s", user_bindnow);
+    /* A PiP root loads each task's libc into a namespace of its own, each
+     * with its static TLS: the loader reserves room for that many only
+     * when told at exec (default 4: 11 namespaces that load libc fit,
+     * 15 with 16; FACTS.md).  The user's own setting wins. */
+    if (pip && user_tunables && strstr(user_tunables, "glibc.rtld.nns="))
+        env[k++] = format("GLIBC_TUNABLES=%s", user_tunables);
+    else if (pip)
+        env[k++] = format("GLIBC_TUNABLES=%s%sglibc.rtld.nns=16", user_tunables ? user_tunables : "",
+                          user_tunables && *user_tunables ? ":" : "");
     env[k++] = format(PSPAWN_ENV_PARENT "=%d", (int)getpid());
     struct pspawn_base start;
     char text[RLIM_NLIMITS * 44 + 64];

@@ -142,6 +142,8 @@ struct pspawn_zygote {
     int ntables;
     unsigned long cgroup_seq;   /* names this context's copies and cgroups */
     int python;             /* the root parked inside a Python interpreter */
+    int pip;                /* the root makes PiP tasks (mode=pip, not refused) */
+    int pip_refusal;        /* mode=pip refused: enum pip_refusal */
     struct python_start {   /* how it was started (pspawn_python_start) */
         char **argv;        /* argv[0] and the interpreter options */
         char *first_var;    /* PSPAWN_ENV_PYTHON=what the first task runs */

@@ -142,7 +142,11 @@ static const char *zygote_env_differs(const struct pspawn_standin_client *c, int
     pspawn_options_defaults(&o);
     if (pspawn_options_parse(&o, c->options, msg, sizeof msg) < 0)
         pspawn_options_defaults(&o);
-    char **mine = theirs ? pspawn_zygote_environ(NULL, environ, !strcmp(o.preload, "auto")) : NULL;
+    /* (A PiP root's loader has room for 16 namespaces: the same
+     * GLIBC_TUNABLES a zygote of ours would get.) */
+    const char *const pip_extra[] = { o.pip ? PSPAWN_ENV_PIP "=1" : "", NULL };
+    char **mine = theirs ? pspawn_zygote_environ(pip_extra, environ, !strcmp(o.preload, "auto"))
+                         : NULL;
     char **loader = theirs ? pspawn_loader_env_of(theirs) : NULL;
     char **py = theirs ? pspawn_env_subset(theirs, pspawn_python_startup_var) : NULL;
     const char *var = NULL, *res = NULL;
@@ -283,6 +287,8 @@ static pid_t start_zygote(const struct pspawn_standin_client *c, const char *nam
         pspawn_options_defaults(&o);
         o.fanout = PSPAWN_FANOUT_NONE;
     }
+    if (o.pip)
+        o.python = 0;
     /* A Python interpreter starts warm, with this task's options. */
     struct python_start ps = { 0 };
     if (c->prog && pspawn_python_start(&o, c->prog, c->argv, &ps) != 0)
@@ -296,7 +302,7 @@ static pid_t start_zygote(const struct pspawn_standin_client *c, const char *nam
     /* (The python variables are NULL, the list's end, when not warm.) */
     const char *const extra[] = { listen_var, token_var, tasks_var, idle_var,
                                   PSPAWN_ENV_SOCK "=3", o.preload[0] ? preload_var : "",
-                                  ps.first_var, ps.modules_var, NULL };
+                                  o.pip ? PSPAWN_ENV_PIP "=1" : "", ps.first_var, ps.modules_var, NULL };
     struct zygote_exec x = {
         .path = c->path, .argv = c->prog ? pspawn_python_exec_argv(c->prog, &ps, first_only) : NULL,
         .extra_env = extra, .null_stdio = 1, .record = !strcmp(o.preload, "auto"),

@@ -391,6 +391,7 @@ static int start_root(struct pspawn_zygote *z, int core, char *const envp[])
     char preload_var[PATH_MAX + 64] = PSPAWN_ENV_PRELOAD_LIBS "=";
     strncat(preload_var, z->opts.preload, PATH_MAX);
     const char *const extra[] = { sock_var, report_var, z->opts.preload[0] ? preload_var : "",
+                                  z->opts.pip ? PSPAWN_ENV_PIP "=1" : "",
                                   z->py_start.first_var, z->py_start.modules_var, NULL };
     unsigned char cpuset[PSPAWN_CPUSET_BYTES];
     memset(cpuset, 0, sizeof cpuset);
@@ -466,7 +467,13 @@ static int start_root(struct pspawn_zygote *z, int core, char *const envp[])
     }
     root->state = SERVER_READY;
     z->python = (ready.flags & READY_PYTHON) != 0;
-    pspawn_debug(z, "zygote %d parked%s", (int)pid, z->python ? " inside Python" : "");
+    z->pip = (ready.flags & READY_PIP) != 0;
+    z->pip_refusal = (int)READY_PIP_REFUSAL(ready.flags);
+    pspawn_debug(z, "zygote %d parked%s%s", (int)pid, z->python ? " inside Python" : "",
+                 z->pip ? ": its tasks are PiP tasks" : "");
+    if (z->opts.pip && !z->pip)
+        pspawn_debug(z, "mode=pip refused: %s: its tasks are forked",
+                     pspawn_pip_refusal_text((unsigned)z->pip_refusal));
     return 0;
 }
 
@@ -504,6 +511,8 @@ int pspawn_zygote_restart(struct pspawn_zygote *z)
     z->stale = 0;
     z->fallback = 0;
     z->python = 0;
+    z->pip = 0;
+    z->pip_refusal = 0;
     z->replica_dir[0] = 0;
     /* Its tasks get the caller's privileges of now (the new zygote's),
      * which later calls are checked against. */

@@ -73,7 +73,7 @@ int pspawn_errmsg(char *err, size_t errlen, const char *fmt, ...)
 }
 
 /* Every key, for the messages about one that is not. */
-#define KEYS "fanout, subzygote, start, cgroup, python, modules, preload, reuse, idle, zygotes"
+#define KEYS "fanout, subzygote, start, cgroup, python, modules, preload, reuse, idle, zygotes, mode"
 
 #define N_OF(a) ((int)(sizeof a / sizeof a[0]))
 
@@ -178,6 +178,14 @@ static int parse_item(struct pspawn_options *o, const char *item, size_t len, ch
             return pspawn_errmsg(err, errlen, "zygotes=%.*s: expected a number of zygotes (1-64)",
                                  (int)vlen, v);
         o->given |= PSPAWN_OPT_ZYGOTES;
+    } else if (klen == 4 && strncmp(item, "mode", 4) == 0) {
+        if (vlen == 4 && strncmp(v, "fork", 4) == 0)
+            o->pip = 0;
+        else if (vlen == 3 && strncmp(v, "pip", 3) == 0)
+            o->pip = 1;
+        else
+            return pspawn_errmsg(err, errlen, "mode=%.*s: expected fork or pip", (int)vlen, v);
+        o->given |= PSPAWN_OPT_MODE;
     } else {
         return pspawn_errmsg(err, errlen, "\"%.*s\": unknown key \"%.*s\" (keys: " KEYS ")",
                              (int)len, item, (int)klen, item);
@@ -212,6 +220,18 @@ int pspawn_options_parse(struct pspawn_options *o, const char *text, char *err, 
     }
     if (o->subzygote == PSPAWN_SUB_CGROUP && !o->cgroup[0])
         return pspawn_errmsg(err, errlen, "subzygote=cgroup needs cgroup=DIR (a cgroup v2 directory)");
+    /* PiP tasks share one address space and one loader: one root makes
+     * them all, and it holds at most PSPAWN_PIP_MAX_TASKS namespaces. */
+    char n[16];
+    if (o->pip && (o->given & PSPAWN_OPT_FANOUT) && o->fanout != PSPAWN_FANOUT_NONE)
+        return pspawn_errmsg(err, errlen, "mode=pip: one root makes every task (at most %d): "
+                             "fanout=%s does not apply (use fanout=none or leave it out)",
+                             PSPAWN_PIP_MAX_TASKS, pspawn_fanout_name(o, n, sizeof n));
+    if (o->pip && o->reuse_job)
+        return pspawn_errmsg(err, errlen, "mode=pip: a PiP root never unloads a finished task's "
+                             "namespace, so it serves one step: reuse=job does not apply");
+    if (o->pip)
+        o->fanout = PSPAWN_FANOUT_NONE;
     return 0;
 }
 
@@ -241,6 +261,12 @@ int pspawn_options_format(const struct pspawn_options *o, char *buf, size_t size
     if (o->reuse_job) {
         int m = snprintf(buf + len, size - (size_t)len, ",reuse=job,idle=%d,zygotes=%d",
                          o->idle_s, o->max_zygotes);
+        if (m < 0 || (size_t)m >= size - (size_t)len)
+            return -1;
+        len += m;
+    }
+    if (o->pip) {
+        int m = snprintf(buf + len, size - (size_t)len, ",mode=pip");
         if (m < 0 || (size_t)m >= size - (size_t)len)
             return -1;
         len += m;

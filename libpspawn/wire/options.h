@@ -48,6 +48,14 @@
  *       reuse=job: at most K zygotes per job and node (1 to 64, default
  *       PSPAWN_DEFAULT_JOB_ZYGOTES); a new program's evicts the one used
  *       least recently, which finishes its running tasks first.
+ *   mode=fork|pip
+ *       fork (the default): each task is a fork of the zygote.  pip:
+ *       Process-in-Process, each task a process of its own (own pid, fds,
+ *       signal handlers) in the root's address space, its program loaded
+ *       into a link-map namespace of its own (dlmopen): own globals,
+ *       shared page tables.  At most PSPAWN_PIP_MAX_TASKS tasks per root;
+ *       programs must be PIE with main exported (pspawn(1), "PROCESS-IN-
+ *       PROCESS").  Implies fanout=none; not with reuse=job.
  * Later features add their keys here.  Unknown keys are errors, so a typo
  * never silently does nothing.
  */
@@ -100,6 +108,7 @@ struct pspawn_options {
     int reuse_job;          /* reuse=job (1) or step (0) */
     int idle_s;             /* idle=, seconds */
     int max_zygotes;        /* zygotes= */
+    int pip;                /* mode=pip (1) or fork (0) */
     unsigned given;         /* PSPAWN_OPT_* bits: what the text set */
 };
 #define PSPAWN_OPT_WORD      0x1u
@@ -113,6 +122,11 @@ struct pspawn_options {
 #define PSPAWN_OPT_REUSE     0x100u
 #define PSPAWN_OPT_IDLE      0x200u
 #define PSPAWN_OPT_ZYGOTES   0x400u
+#define PSPAWN_OPT_MODE      0x800u
+
+/* mode=pip: the most tasks one root makes.  Stock glibc has 16 link-map
+ * namespaces (DL_NNS), the root's own is one of them. */
+#define PSPAWN_PIP_MAX_TASKS 15
 
 /* The defaults: word unset, fanout=auto, subzygote=PSPAWN_DEFAULT_SUBZYGOTE,
  * start=eager. */

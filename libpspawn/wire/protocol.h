@@ -91,6 +91,11 @@
 /* Learned library preloads (zygote/preload.c): "auto" or a list's path. */
 #define PSPAWN_ENV_PRELOAD_LIBS "PSPAWN_ZYGOTE_PRELOAD_LIBS"
 #define PSPAWN_ENV_TASK_CGROUP "PSPAWN_ZYGOTE_TASK_CGROUP"
+/* mode=pip: the zygote makes its tasks Process-in-Process (zygote/pip.c). */
+#define PSPAWN_ENV_PIP      "PSPAWN_ZYGOTE_PIP"
+/* What each PiP task finds in its environment: "RANK:REGISTRY", its rank
+ * and the address of its root's registry (pspawn_pip_get_addr). */
+#define PSPAWN_ENV_PIP_TASK "PSPAWN_PIP_TASK"
 /* The most sub-zygotes one fan-out makes: one fd each in one message. */
 #define PSPAWN_FANOUT_MAX   240
 
@@ -116,6 +121,41 @@ enum python_refusal {
 };
 
 #define READY_PYTHON 0x1        /* zygote_ready.flags: parked inside a Python interpreter */
+#define READY_PIP 0x2           /* zygote_ready.flags: its tasks are Process-in-Process */
+/* zygote_ready.flags bits 8-15: why mode=pip was refused (a forking
+ * zygote serves instead), enum pip_refusal. */
+#define READY_PIP_REFUSAL(flags) (((flags) >> 8) & 0xffu)
+#define READY_PIP_REFUSED(why) ((uint32_t)(why) << 8)
+
+/* Why a program's tasks cannot be PiP tasks (zygote/pip.c); the text is
+ * pspawn_pip_refusal_text(). */
+enum pip_refusal {
+    PIP_OK = 0,
+    PIP_NOT_PIE = 1,            /* a fixed-address executable: it cannot be loaded twice */
+    PIP_NO_MAIN = 2,            /* main is not in the dynamic symbol table */
+    PIP_OWN_TLS = 3,            /* the program has thread-local variables (PT_TLS) */
+    PIP_ORIGIN = 4,             /* its RPATH/RUNPATH uses $ORIGIN */
+    PIP_MPI = 5,                /* it links an MPI library that is not PiP-aware */
+    PIP_NO_COPY = 6,            /* its image could not be copied (memfd) */
+    PIP_NO_DLMOPEN = 7,         /* this libc has no dlmopen */
+    PIP_REFUSAL_MAX
+};
+static inline const char *pspawn_pip_refusal_text(unsigned why)
+{
+    static const char *const text[PIP_REFUSAL_MAX] = {
+        [PIP_OK] = "",
+        [PIP_NOT_PIE] = "it is not a position-independent executable (link with -pie)",
+        [PIP_NO_MAIN] = "its main is not exported (link with -rdynamic or "
+                        "-Wl,--export-dynamic-symbol=main)",
+        [PIP_OWN_TLS] = "it has thread-local variables of its own (PT_TLS), which only an "
+                        "exec'd program can have at fixed offsets",
+        [PIP_ORIGIN] = "its RPATH or RUNPATH uses $ORIGIN, which would name the loader's copy",
+        [PIP_MPI] = "it links an MPI library that is not PiP-aware (Open MPI, MPICH)",
+        [PIP_NO_COPY] = "its image could not be copied for the loader",
+        [PIP_NO_DLMOPEN] = "this C library has no dlmopen",
+    };
+    return why < PIP_REFUSAL_MAX ? text[why] : "an unknown reason";
+}
 
 struct zygote_ready {
     uint32_t magic;
@@ -269,6 +309,7 @@ enum standin_reply_kind {
 };
 #define HELLO_PYTHON 1u     /* a warm Python interpreter */
 #define HELLO_NO_ENV 2u     /* the environment was too big to send: not compared */
+#define HELLO_PIP 4u        /* its tasks are Process-in-Process */
 #define HELLO_MAX (128 * 1024)
 
 struct standin_reply {

@@ -57,8 +57,9 @@ static int env_int(const char *name, long *out)
 
 int zygote_send_ready(int sock, int status, int detail)
 {
-    struct zygote_ready r = { PSPAWN_MAGIC, status, detail, (int32_t)getpid(),
-                              parked.python_warm ? READY_PYTHON : 0 };
+    uint32_t flags = (parked.python_warm ? READY_PYTHON : 0) | (parked.pip ? READY_PIP : 0) |
+                     READY_PIP_REFUSED(parked.pip_refusal);
+    struct zygote_ready r = { PSPAWN_MAGIC, status, detail, (int32_t)getpid(), flags };
     ssize_t n;
     while ((n = send(sock, &r, sizeof r, MSG_NOSIGNAL)) < 0 && errno == EINTR)
         ;
@@ -365,6 +366,7 @@ __attribute__((constructor)) static void proxy_init(int argc, char **argv, char 
     parked.preload = preload && *preload ? strdup(preload) : NULL;
     const char *python = getenv(PSPAWN_ENV_PYTHON);
     parked.python = python ? strdup(python) : NULL;
+    parked.pip_wanted = getenv(PSPAWN_ENV_PIP) != NULL;
     const char *replica = getenv(PSPAWN_ENV_REPLICA);
     parked.replica = replica ? strdup(replica) : NULL;
     record_exec_group();
@@ -488,6 +490,8 @@ struct task_start zygote_park(void)
         parked.group = parked.exec_group.index;
         zygote_become_group(&parked.exec_group);
     }
+    if (parked.pip_wanted)
+        zygote_pip_prepare();
     return parked.listen_name ? zygote_serve_standin() : zygote_serve();
 }
 

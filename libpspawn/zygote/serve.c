@@ -123,7 +123,7 @@ static enum origin origin_of(pid_t starter, int sock, const char *exec)
 /* Our own fds go high, out of the way of the numbers the program's later
  * constructors would get after an exec (the launcher puts our channels
  * just below the limit). */
-static int move_high(int fd)
+int zygote_move_high(int fd)
 {
     struct rlimit rl;
     long top = 1024;
@@ -150,7 +150,7 @@ enum origin zygote_watch_starter(pid_t starter, int sock, const char *exec)
     int pidfd = (int)syscall(SYS_pidfd_open, starter, 0);
     enum origin o = origin_of(starter, sock, exec);
     if (o == STARTED)
-        parked.launcher_pidfd = move_high(pidfd);
+        parked.launcher_pidfd = zygote_move_high(pidfd);
     else if (pidfd >= 0)
         close(pidfd);
     return o;
@@ -499,8 +499,8 @@ const char *zygote_libraries_stale(int thorough)
  * the zygote, which has let go of the request before it reports it done:
  * once the launcher has every request done, the zygote holds none of their
  * fds. */
-static int serve_request(char *base, size_t size, struct wire_go *go, uint32_t id, int *fds,
-                         int nfds, struct task_start *ts)
+static int serve_request(char *base, size_t size, struct wire_go *go, int go_fd, uint32_t id,
+                         int *fds, int nfds, struct task_start *ts)
 {
     struct wire_request *w = (struct wire_request *)base;
     struct child_setup tmpl;
@@ -514,7 +514,9 @@ static int serve_request(char *base, size_t size, struct wire_go *go, uint32_t i
     }
     uint32_t ntasks = w->ntasks;
     for (uint32_t i = 0; i < ntasks; i++) {
-        pid_t pid = zygote_clone(CLONE_PARENT, &go->pid[i]);
+        pid_t pid = parked.pip ? zygote_pip_clone(CLONE_PARENT, &go->pid[i], base, size, go_fd, id,
+                                                  i, &tmpl, nfds, 0, NULL, 0)
+                               : zygote_clone(CLONE_PARENT, &go->pid[i]);
         if (pid == 0) {
             *ts = zygote_task_main(base, size, go, id, i, &tmpl, nfds, 0);
             return 1;
@@ -555,18 +557,25 @@ struct task_start zygote_serve(void)
                 zygote_send_ready(parked.sock, ZYGOTE_PARKED, parked.group);
             continue;
         }
-        close(fds[1]);  /* the go block: mapped */
+        /* The go block: mapped (a PiP task maps it for itself). */
+        int go_fd = fds[1];
+        if (!parked.pip)
+            close(go_fd);
         struct task_start ts;
-        if (serve_request(base, msg.size, go, msg.id, fds + ZYGOTE_REQ_HEAD,
-                          nfds - ZYGOTE_REQ_HEAD, &ts))
+        int in_task = serve_request(base, msg.size, go, go_fd, msg.id, fds + ZYGOTE_REQ_HEAD,
+                                    nfds - ZYGOTE_REQ_HEAD, &ts);
+        if (in_task)
             return ts;
+        if (parked.pip)
+            close(go_fd);
     }
 }
 
 char *zygote_hello(size_t *len)
 {
     struct standin_reply h = { PSPAWN_MAGIC, STANDIN_HELLO, (int32_t)getpid(),
-                               parked.python_warm ? HELLO_PYTHON : 0 };
+                               (parked.python_warm ? HELLO_PYTHON : 0) |
+                               (parked.pip ? HELLO_PIP : 0) };
     size_t at = sizeof h;
     char *hello = malloc(HELLO_MAX);
     if (!hello)

@@ -102,6 +102,14 @@ static void close_serving_fds(void)
             close(parked.groups[g].fwd);
 }
 
+/* A PiP task's first step: what a forked task closes at once.  It only
+ * closes: the zygote's tables are read, not changed (the zygote waits). */
+static void pip_task_first(int errpipe_r)
+{
+    close(errpipe_r);
+    close_serving_fds();
+}
+
 /* Never blocks: a stand-in whose queue is full (it cannot be: two
  * replies at most) loses the reply and times out. */
 static void standin_reply(int fd, int kind, pid_t pid, int status)
@@ -165,7 +173,9 @@ static int serve_one(struct client *c, const struct request_msg *msg, char *base
     struct child_setup tmpl;
     int detail = 0, err = 0, errpipe[2] = { -1, -1 };
     close(fds[0]);
-    close(fds[1]);
+    /* The go block: mapped (a PiP task maps it for itself). */
+    if (!parked.pip)
+        close(fds[1]);
     /* One of the step's stand-ins, whether we serve it or not. */
     c->counted = msg->size >= sizeof *w &&
                  pspawn_tokens_equal(w->token, parked.token, PSPAWN_TOKEN_LEN);
@@ -181,7 +191,12 @@ static int serve_one(struct client *c, const struct request_msg *msg, char *base
             err = EINVAL;
     }
     pid_t pid = -1;
-    if (!err) {
+    if (!err && parked.pip) {
+        pid = zygote_pip_clone(0, &go->pid[0], base, msg->size, fds[1], msg->id, 0, &tmpl,
+                               nfds - ZYGOTE_REQ_HEAD, 1, pip_task_first, errpipe[0]);
+        if (pid < 0)
+            err = errno;
+    } else if (!err) {
         pid = zygote_clone(0, &go->pid[0]);
         if (pid == 0) {
             close(errpipe[0]);
@@ -193,6 +208,8 @@ static int serve_one(struct client *c, const struct request_msg *msg, char *base
         if (pid < 0)
             err = errno;
     }
+    if (parked.pip)
+        close(fds[1]);
     if (errpipe[1] >= 0)
         close(errpipe[1]);
     zygote_drop_request(base, msg->size, go, fds + ZYGOTE_REQ_HEAD, nfds - ZYGOTE_REQ_HEAD);

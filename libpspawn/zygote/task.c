@@ -215,40 +215,39 @@ static int standin_gone(const void *arg)
 }
 
 /* Wait for go[INDEX]; a task cancelled, or whose launcher died before
- * releasing it, never ran: it ends here. */
-static void wait_go(const struct wire_request *w, struct wire_go *go, uint32_t index,
-                    int standin)
+ * releasing it, never ran: it ends here.  W: the request's header (a
+ * PiP task's own copy: the request is the root's). */
+void zygote_task_wait_go(const struct wire_request *w, struct wire_go *go, uint32_t index,
+                         int standin)
 {
     if (pspawn_go_wait(&go->go[index], standin ? standin_gone : launcher_gone, w) != GO_RUN)
         _exit(127);
 }
 
-struct task_start zygote_task_main(char *base, size_t size, struct wire_go *go, uint32_t id,
-                                   uint32_t index, struct child_setup *tmpl, int nfds,
-                                   int standin)
+void zygote_task_begin(char *base, size_t size, uint32_t id, uint32_t index,
+                       struct child_setup *s, int *fds, const struct child_setup *tmpl, int nfds,
+                       int standin, struct task_start *ts, unsigned long *arg_start)
 {
     struct wire_request *w = (struct wire_request *)base;
     const struct wire_task *t = (const struct wire_task *)(base + w->tasks) + index;
-    struct child_setup s = *tmpl;
-    int fds[PSPAWN_FD_MAX + 2];
-    parked.in_task = 1;
+    *s = *tmpl;
     memcpy(fds, tmpl->fds, (nfds + 2) * sizeof(int));
-    s.fds = fds;
+    s->fds = fds;
     /* The task has no use for the control socket. */
     if (fds[nfds + 1] >= 0)
         close(fds[nfds + 1]);
     fds[nfds + 1] = -1;
     if (t->has_cpuset)
-        s.cpuset = t->cpuset;
+        s->cpuset = t->cpuset;
 
-    struct task_start ts = { 0, NULL, NULL };
-    unsigned long arg_start = 0;
+    *ts = (struct task_start){ 0, NULL, NULL };
+    *arg_start = 0;
     int err = strings_valid(base, size, t) ? 0 : EINVAL;
     if (!err)
-        err = build_args(base, t, &ts, &arg_start);
+        err = build_args(base, t, ts, arg_start);
     if (!err)
-        err = pspawn_child_setup(&s);
-    if (!err)
+        err = pspawn_child_setup(s);
+    if (!err && !parked.pip)
         zygote_python_task_signals(w->sigign);
     int report_fd = fds[nfds];
     if (standin) {
@@ -261,20 +260,39 @@ struct task_start zygote_task_main(char *base, size_t size, struct wire_go *go, 
             _exit(127);
         }
         close(report_fd);
-        if (w->flags & REQ_HOLD) {
-            wait_go(w, go, index, 1);
-            /* Moving a task into another cpuset cgroup resets its CPU
-             * affinity to that cgroup's: bind it again. */
-            const unsigned char *aff = t->has_cpuset ? t->cpuset
-                                       : (w->flags & REQ_CPUSET) ? w->cpuset : NULL;
-            if (aff)
-                sched_setaffinity(0, PSPAWN_CPUSET_BYTES, (const cpu_set_t *)aff);
-        }
     } else {
         zygote_report(report_fd, id, index, (int32_t)getpid(), err);
         if (err)
             _exit(127);
-        wait_go(w, go, index, 0);
+    }
+}
+
+/* A held task of a stand-in: moving a task into another cpuset cgroup
+ * resets its CPU affinity to that cgroup's: bind it again. */
+void zygote_task_rebind(const struct wire_request *w, const unsigned char *task_cpuset)
+{
+    const unsigned char *aff = task_cpuset ? task_cpuset
+                               : (w->flags & REQ_CPUSET) ? w->cpuset : NULL;
+    if (aff)
+        sched_setaffinity(0, PSPAWN_CPUSET_BYTES, (const cpu_set_t *)aff);
+}
+
+struct task_start zygote_task_main(char *base, size_t size, struct wire_go *go, uint32_t id,
+                                   uint32_t index, struct child_setup *tmpl, int nfds,
+                                   int standin)
+{
+    struct wire_request *w = (struct wire_request *)base;
+    const struct wire_task *t = (const struct wire_task *)(base + w->tasks) + index;
+    struct child_setup s;
+    int fds[PSPAWN_FD_MAX + 2];
+    struct task_start ts;
+    unsigned long arg_start;
+    parked.in_task = 1;
+    zygote_task_begin(base, size, id, index, &s, fds, tmpl, nfds, standin, &ts, &arg_start);
+    if (!standin || (w->flags & REQ_HOLD)) {
+        zygote_task_wait_go(w, go, index, standin);
+        if (standin)
+            zygote_task_rebind(w, t->has_cpuset ? t->cpuset : NULL);
     }
 
     prefault_text();

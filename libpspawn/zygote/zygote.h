@@ -19,6 +19,8 @@
  *              tasks as its children
  *   fanout.c   sub-zygotes: one fork-serving process per group of CPUs
  *   standin.c  stand-in mode: fork tasks for stand-ins that connect
+ *   pip.c      mode=pip: tasks made with clone(CLONE_VM) on a thread's
+ *              TLS, each loading the program into a namespace of its own
  *
  * Nothing here is exported but __libc_start_main.
  */
@@ -119,6 +121,9 @@ struct parked {
     int learning;               /* preload=auto: tasks record what they load */
     int in_task;                /* this process is a task */
     int python_warm;            /* parked inside a Python interpreter */
+    int pip_wanted;             /* PSPAWN_ENV_PIP: mode=pip asked */
+    int pip;                    /* mode=pip: tasks are PiP tasks (pip.c) */
+    int pip_refusal;            /* mode=pip asked, refused: enum pip_refusal */
 };
 extern struct parked parked;
 
@@ -160,6 +165,9 @@ int zygote_is_channel(int fd, int sock, pid_t parent);
 /* Once parked: stop watching a stand-in starter (a stand-in zygote
  * outlives it), watch our root (a sub-zygote). */
 void zygote_watch(void);
+/* FD moved up, out of the way of the fds a program's constructors get
+ * (just below the fd limit, CLOEXEC); FD itself if it cannot be. */
+int zygote_move_high(int fd);
 /* Wait until SOCK is readable; exits when the launcher or the root is
  * gone.  EXTRA (or -1) is another fd to wait for: returns 1 when it is
  * readable, 0 when SOCK is.  TIMEOUT_MS < 0: no timeout; -1 on timeout. */
@@ -196,6 +204,49 @@ void zygote_report(int fd, uint32_t req, uint32_t index, int32_t pid, int32_t er
 struct task_start zygote_task_main(char *base, size_t size, struct wire_go *go, uint32_t id,
                                    uint32_t index, struct child_setup *tmpl, int nfds,
                                    int standin);
+/* The part of zygote_task_main a PiP task shares: S and FDS (room for
+ * PSPAWN_FD_MAX + 2) become this task's setup, applied; its argv and
+ * environ laid out in *TS; its pid (direct) or a failure (stand-in)
+ * reported.  Exits 127 on failure. */
+void zygote_task_begin(char *base, size_t size, uint32_t id, uint32_t index,
+                       struct child_setup *s, int *fds, const struct child_setup *tmpl, int nfds,
+                       int standin, struct task_start *ts, unsigned long *arg_start);
+/* Wait for go[INDEX] of the request W heads; exits 127 if cancelled or
+ * if whoever would release it is gone. */
+void zygote_task_wait_go(const struct wire_request *w, struct wire_go *go, uint32_t index,
+                         int standin);
+/* A held stand-in task, moved into its cgroup: its CPU binding again. */
+void zygote_task_rebind(const struct wire_request *w, const unsigned char *task_cpuset);
+
+/* pip-image.c: what a PiP task loads. */
+struct pip_image {
+    int memfd;                  /* the program's sealed copy, DF_1_PIE cleared */
+    char load_path[64];         /* /proc/self/fd/N */
+    char exe[PATH_MAX];         /* what a task that cannot load execs */
+    uintptr_t rtld_addr;        /* the loader's load address: not a task's to finish */
+};
+/* Check the program mapped here (PIE, main exported, no TLS of its own,
+ * no $ORIGIN, no MPI library) and copy its image into IMG: PIP_OK, or
+ * the enum pip_refusal that says why its tasks cannot be PiP tasks. */
+int zygote_pip_image(struct pip_image *img);
+/* In a task, once its program is loaded (HANDLE): fill the copies its
+ * copy relocations left empty (the loader's lookup found the program). */
+void zygote_pip_complete_copies(void *handle);
+
+/* pip.c: mode=pip. */
+/* At the park, with PSPAWN_ENV_PIP set: check that the program can be
+ * loaded again in a namespace of its own and prepare its copy; sets
+ * parked.pip, or parked.pip_refusal (then tasks are forked). */
+void zygote_pip_prepare(void);
+/* Make task INDEX of the request at BASE as a PiP task of ours (EXTRA:
+ * CLONE_PARENT in direct mode), its pid written to *PARENT_TID by the
+ * kernel; returns once the task no longer needs the request (BASE,
+ * TMPL, the parse's tables), with its pid, or -1 and errno.  GO_FD: the
+ * go block's memfd, which the task maps for itself.  FIRST (or NULL):
+ * what the task does first, with FIRST_ARG, before the zygote goes on. */
+pid_t zygote_pip_clone(unsigned long extra, int *parent_tid, char *base, size_t size,
+                       int go_fd, uint32_t id, uint32_t index, struct child_setup *tmpl,
+                       int nfds, int standin, void (*first)(int), int first_arg);
 
 /* parse.c */
 /* The fds of a request message before those its tasks take: its memfd
