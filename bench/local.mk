@@ -32,3 +32,18 @@ bench_forkcost_SOURCES = bench/forkcost.c
 bench_forkcost_LDADD = -ldl
 EXTRA_DIST += bench/genlibs.py bench/faults.py bench/README.md bench/suite bench/suite.py bench/intercept.sh \
 	bench/plots.py bench/genpymods.py bench/pywarm.py bench/mpi-phases.py bench/priority
+# Process-in-Process: PiP tasks (pspawn mode=pip) against pthreads and
+# processes, page tables, context switches, spawn (bench/pip runs it).
+noinst_PROGRAMS += bench/pipbench
+bench_pipbench_SOURCES = bench/pipbench.c bench/median.h
+bench_pipbench_CPPFLAGS = $(AM_CPPFLAGS) -DPIP_TASK_PATH='"$(abs_builddir)/bench/pip-task"'
+bench_pipbench_LDADD = libpspawn/libpspawn.la
+bench_pipbench_LDFLAGS = $(AM_LDFLAGS) -no-install -pthread
+# Its task program: a PiP task must be PIE with main exported and is not
+# linked against libpspawn (nor built with sanitizers: it is loaded into
+# a namespace of the PiP root's address space).
+noinst_PROGRAMS += bench/pip-task
+bench_pip_task_SOURCES = bench/pip-task.c
+bench_pip_task_CFLAGS = -std=c11 $(WARN_CFLAGS) -fPIE
+bench_pip_task_LDFLAGS = -fPIE -pie -rdynamic -pthread
+EXTRA_DIST += bench/pip

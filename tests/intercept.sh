@@ -11,6 +11,11 @@ launcher=$TESTS_BUILDDIR/intercept-launcher
 task=$TESTS_BUILDDIR/intercept-task
 probe=$TESTS_BUILDDIR/probe
 [ -x "$launcher" ] && [ -x "$task" ] || bail "no $launcher or $task"
+# A copy of our own: the leftover counts (pgrep -f) must not see the
+# tasks of intercept-launchers.sh or intercept-priority.sh, which make
+# check runs at the same time.
+mkdir -p "$tmp/bin" && cp "$task" "$tmp/bin/intercept-task" || bail "cannot copy $task"
+task=$tmp/bin/intercept-task
 unset PSPAWN_INTERCEPT_SCOPE PSPAWN_INTERCEPT_AFTER LD_PRELOAD
 export PSPAWN_DEBUG=1
 
