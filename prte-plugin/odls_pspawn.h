@@ -18,7 +18,7 @@
 #define PRTE_ODLS_PSPAWN_H
 
 /* odls_pspawn_subzygote, _start, _cgroup, _python, _modules, _preload */
-#define PSPAWN_MCA_KEYS 6
+#define PSPAWN_MCA_KEYS 7
 
 #include "prte_config.h"
 

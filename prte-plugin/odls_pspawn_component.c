@@ -66,6 +66,10 @@ static int pspawn_register(void)
                      "(default: those earlier ranks of the script imported)" },
         { "preload", "What the zygote dlopens before it parks: off (default), auto (what earlier "
                      "ranks loaded after main), or the absolute path of a list" },
+        { "mode", "fork (default): each rank a fork of the node's zygote; pip: Process-in-"
+                  "Process, ranks in one address space, each with its own copy of the program "
+                  "(at most 15 per node; programs that link an MPI library are refused: "
+                  "pspawn(1))" },
     };
     for (int i = 0; i < PSPAWN_MCA_KEYS; i++) {
         prte_mca_odls_pspawn_component.keys[i] = "";

@@ -184,7 +184,7 @@ struct zygote *pspawn_zygote_for(prte_odls_spawn_caddy_t *cd, const pmix_nspace_
     const char *fanout = prte_mca_odls_pspawn_component.fanout;
     const char *more = prte_mca_odls_pspawn_component.options;
     static const char *const names[PSPAWN_MCA_KEYS] = { "subzygote", "start", "cgroup", "python",
-                                                        "modules", "preload" };
+                                                        "modules", "preload", "mode" };
     if (pmix_asprintf(&options, "fanout=%s", NULL != fanout && '\0' != fanout[0] ? fanout : "auto") < 0)
         options = NULL;
     for (int i = 0; NULL != options && i < PSPAWN_MCA_KEYS; i++) {

@@ -91,7 +91,7 @@ done
 [ -n "$up" ] || { tail -5 "$tmp/slurmctld.log" "$tmp/slurmd.log" | sed 's/^/# /'; echo "Bail out! the node did not come up"; exit 1; }
 echo "# $(srun --version) on $node ($cpus CPUs, 4 configured)"
 
-cp "$build/tests/probe" "$build/tests/task" "$tmp/work/"
+cp "$build/tests/probe" "$build/tests/task" "$build/tests/pip-task" "$tmp/work/"
 cd "$tmp/work" || exit 1
 # The shim finds the proxy in the build tree, as the tests' launchers do.
 export PSPAWN_PROXY=$proxy
@@ -214,5 +214,28 @@ want="2 $(readlink -f ./task)"
 [ "$(cat "$tmp/dbg-state.plain")" = "$want" ] && [ "$(cat "$tmp/dbg-state.pspawn")" = "$want" ]
 ok $? "Slurm 22.05: under a parallel debugger the 2 stopped tasks are the program, as with plain srun ($(cat "$tmp/dbg-state.pspawn"))" ||
     diag_both dbg
+
+# srun --pspawn=mode=pip: the step's tasks are PiP tasks of one root,
+# each with its own globals; a crash and exit codes as with plain srun.
+watched "$tmp/pip.info" "srun $binding --pspawn=mode=pip -n3 ./pip-task info"
+rc=$?
+[ $rc = 0 ] && [ "$(grep -c '^rank [0-2] pid [0-9]* env_rank [0-2] counter 101 ' "$tmp/pip.info")" = 3 ] &&
+    [ "$(awk '/^rank/ {print $2}' "$tmp/pip.info" | sort -u | wc -l)" = 3 ]
+ok $? "Slurm 22.05: --pspawn=mode=pip: 3 PiP tasks (ranks 0-2), each with its own globals (rc $rc)" ||
+    diag_file "$tmp/pip.info" 8
+watched "$tmp/pip.share" "srun $binding --pspawn=mode=pip -n3 ./pip-task share"
+rc=$?
+[ $rc = 0 ] && [ "$(grep -c '^rank [12] .* vm shared files own sighand own ' "$tmp/pip.share")" = 2 ] &&
+    grep -q '^rank 1 mailbox 42 ' "$tmp/pip.share"
+ok $? "Slurm 22.05: --pspawn=mode=pip: one address space, own fd tables; rank 0 wrote rank 1's mailbox (rc $rc)" ||
+    diag_file "$tmp/pip.share" 8
+watched "$tmp/pipcrash.plain" "srun $binding -n3 ./pip-task crash"
+rc_plain=$?
+watched "$tmp/pipcrash.pip" "srun $binding --pspawn=mode=pip -n3 ./pip-task crash"
+rc_pip=$?
+[ $rc_plain = $rc_pip ] && [ "$(grep -c 'survived$' "$tmp/pipcrash.pip")" = 2 ] &&
+    grep -q 'task 1: Segmentation fault' "$tmp/pipcrash.pip"
+ok $? "Slurm 22.05: --pspawn=mode=pip: task 1's SIGSEGV reported as by plain srun, exit $rc_pip ($rc_plain), the others run on" ||
+    { diag_file "$tmp/pipcrash.plain" 6; diag_file "$tmp/pipcrash.pip" 6; }
 
 tap_done

@@ -30,6 +30,16 @@ volatile int mailbox;
 _Atomic int checked;        /* rank 0's: how many others have compared with it */
 static int finishing;
 
+/* The launcher's word for this task's rank and the number of tasks: the
+ * pspawn CLI's, Slurm's or Open MPI's. */
+static const char *launcher_var(const char *pspawn, const char *slurm, const char *ompi)
+{
+    const char *v = getenv(pspawn);
+    if (!v)
+        v = getenv(slurm);
+    return v ? v : getenv(ompi);
+}
+
 static void nap_ms(long ms)
 {
     struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
@@ -69,7 +79,7 @@ static int same(pid_t other, int type)
 int main(int argc, char **argv)
 {
     const char *what = argc > 1 ? argv[1] : "info";
-    const char *env_rank = getenv("PSPAWN_RANK");
+    const char *env_rank = launcher_var("PSPAWN_RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK");
     int rank = pspawn_pip_rank();
     my_pid = getpid();
     counter++;
@@ -90,7 +100,7 @@ int main(int argc, char **argv)
         const char *vm = same(*pid0, KCMP_VM) ? "shared" : "own";
         const char *files = same(*pid0, KCMP_FILES) ? "shared" : "own";
         const char *sighand = same(*pid0, KCMP_SIGHAND) ? "shared" : "own";
-        const char *size = getenv("PSPAWN_SIZE");
+        const char *size = launcher_var("PSPAWN_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE");
         if (rank != 0) {
             _Atomic int *c = peer(0, "checked");
             if (c)

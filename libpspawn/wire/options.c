@@ -223,7 +223,8 @@ int pspawn_options_parse(struct pspawn_options *o, const char *text, char *err, 
     /* PiP tasks share one address space and one loader: one root makes
      * them all, and it holds at most PSPAWN_PIP_MAX_TASKS namespaces. */
     char n[16];
-    if (o->pip && (o->given & PSPAWN_OPT_FANOUT) && o->fanout != PSPAWN_FANOUT_NONE)
+    if (o->pip && (o->given & PSPAWN_OPT_FANOUT) && o->fanout != PSPAWN_FANOUT_NONE &&
+        o->fanout != PSPAWN_FANOUT_AUTO)
         return pspawn_errmsg(err, errlen, "mode=pip: one root makes every task (at most %d): "
                              "fanout=%s does not apply (use fanout=none or leave it out)",
                              PSPAWN_PIP_MAX_TASKS, pspawn_fanout_name(o, n, sizeof n));
