@@ -203,17 +203,25 @@ static struct pipctl *attach_ctl(struct job *j, char *err, size_t errlen)
     return c;
 }
 
-/* pt: touch every page, ready, wait for go. */
-static void *pt_job(void *arg)
+/* J's control block, or NULL with J failed (said). */
+static struct pipctl *job_ctl(struct job *j)
 {
-    struct job *j = arg;
     char err[256];
     struct pipctl *c = attach_ctl(j, err, sizeof err);
     if (!c) {
         fail(NULL, err);
         j->rc = 1;
-        return NULL;
     }
+    return c;
+}
+
+/* pt: touch every page, ready, wait for go. */
+static void *pt_job(void *arg)
+{
+    struct job *j = arg;
+    struct pipctl *c = job_ctl(j);
+    if (!c)
+        return NULL;
     volatile char *seg = (volatile char *)c;
     for (size_t off = 0; off < j->size; off += PIP_PAGE)
         seg[off + PIP_PAGE / 2] = 1; /* past the control block */
@@ -241,18 +249,15 @@ static void wait_turn(struct pipctl *c, uint32_t me)
 static void *pp_job(void *arg)
 {
     struct job *j = arg;
-    char err[256];
-    struct pipctl *c = attach_ctl(j, err, sizeof err);
-    if (!c) {
-        fail(NULL, err);
-        j->rc = 1;
+    struct pipctl *c = job_ctl(j);
+    if (!c)
         return NULL;
-    }
     j->rc = 1;
     cpu_set_t set;
     CPU_ZERO(&set);
     CPU_SET(j->cpu, &set);
     if (sched_setaffinity(0, sizeof set, &set)) {
+        char err[256];
         snprintf(err, sizeof err, "sched_setaffinity(CPU %d): %s", j->cpu, strerror(errno));
         fail(c, err);
         return NULL;

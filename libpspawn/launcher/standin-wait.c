@@ -25,7 +25,9 @@
 #include "procfs.h"
 #include "unixsock.h"
 
-ssize_t pspawn_recv_within(int fd, void *buf, size_t len, int ms)
+/* 0 once FD has something to read (or an error to tell), or -1 with
+ * ETIMEDOUT after MS. */
+static int readable_within(int fd, int ms)
 {
     struct pollfd p = { fd, POLLIN, 0 };
     int r;
@@ -35,6 +37,13 @@ ssize_t pspawn_recv_within(int fd, void *buf, size_t len, int ms)
         errno = ETIMEDOUT;
         return -1;
     }
+    return 0;
+}
+
+ssize_t pspawn_recv_within(int fd, void *buf, size_t len, int ms)
+{
+    if (readable_within(fd, ms) < 0)
+        return -1;
     return recv(fd, buf, len, MSG_DONTWAIT);
 }
 
@@ -57,15 +66,9 @@ int pspawn_zygote_made(int sock, pid_t task)
 /* One reply, within MS, with the fd it may carry (*FD, else -1). */
 static ssize_t recv_reply(int sock, struct standin_reply *r, int ms, int *fd)
 {
-    struct pollfd p = { sock, POLLIN, 0 };
-    int pr;
     *fd = -1;
-    while ((pr = poll(&p, 1, ms)) < 0 && errno == EINTR)
-        ;
-    if (pr == 0) {
-        errno = ETIMEDOUT;
+    if (readable_within(sock, ms) < 0)
         return -1;
-    }
     union {
         char buf[CMSG_SPACE(sizeof(int))];
         struct cmsghdr align;

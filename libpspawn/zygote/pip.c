@@ -61,6 +61,7 @@
 
 #include "go.h"
 #include "pipreg.h"
+#include "sayline.h"
 #include "zygote.h"
 
 extern char **environ;
@@ -78,7 +79,7 @@ enum { PIP_PENDING = 0, PIP_LEFT = 1, PIP_ENDED = 2 };
  * lives as long as the mapping, so the thread may still write to it after
  * the zygote has moved on. */
 struct pip_start {
-    _Atomic int state;          /* PIP_*, or -errno: clone failed */
+    _Atomic int state;          /* PIP_*, or -1: no task (ERROR says why) */
     int error;
     unsigned long flags;        /* for clone */
     int *parent_tid;
@@ -114,22 +115,16 @@ static struct {
     int debug;
 } pip = { .image.memfd = -1 };
 
+/* PSPAWN_DEBUG's lines, from the root or from a task before its load. */
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...)
 {
     if (!pip.debug)
         return;
-    char line[512];
-    int n = snprintf(line, sizeof line, "libpspawn: PiP (pid %d): ", (int)getpid());
     va_list ap;
     va_start(ap, fmt);
-    if (n > 0 && (size_t)n < sizeof line)
-        vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+    pspawn_vsay_line("libpspawn PiP", fmt, ap);
     va_end(ap);
-    size_t len = strnlen(line, sizeof line - 2);
-    line[len++] = '\n';
-    ssize_t w = write(2, line, len);
-    (void)w;
 }
 
 static long futex(_Atomic int *addr, int op, int val, const struct timespec *ts)
