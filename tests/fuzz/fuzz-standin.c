@@ -45,6 +45,15 @@ struct task_start zygote_task_main(char *base, size_t size, struct wire_go *go, 
     abort();    /* only in a task, which the stub never makes */
 }
 
+pid_t zygote_pip_clone(unsigned long extra, int *parent_tid, char *base, size_t size, int go_fd,
+                       uint32_t id, uint32_t index, struct child_setup *tmpl, int nfds,
+                       int standin, void (*first)(int), int first_arg)
+{
+    (void)extra, (void)parent_tid, (void)base, (void)size, (void)go_fd, (void)id, (void)index;
+    (void)tmpl, (void)nfds, (void)standin, (void)first, (void)first_arg;
+    abort();    /* mode=pip only: parked.pip stays 0 here */
+}
+
 void zygote_report(int fd, uint32_t req, uint32_t index, int32_t pid, int32_t err)
 {
     (void)fd, (void)req, (void)index, (void)pid, (void)err;
