@@ -113,7 +113,7 @@ static struct {
     struct pip_thread threads[PSPAWN_PIP_SLOTS];
     int nthreads;
     int debug;
-} pip = { .image.memfd = -1 };
+} pip;    /* zero, in .bss: a zygote that is no PiP root never touches it */
 
 /* PSPAWN_DEBUG's lines, from the root or from a task before its load. */
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
