@@ -240,9 +240,13 @@ static pid_t start_signalled(char *prog, char *what, char *arg, int own_group, p
     if (pid == 0) {
         if (own_group)
             setpgid(0, 0);
-        dup2(p[1], 3);
+        /* The read end first: it may be fd 3 itself (no fd inherited
+         * below, as outside make, whose jobserver holds 3 and 4). */
         close(p[0]);
-        close(p[1]);
+        if (p[1] != 3) {
+            dup2(p[1], 3);
+            close(p[1]);
+        }
         char *argv[] = { prog, what, arg, NULL };
         execv(prog, argv);
         _exit(127);
