@@ -91,10 +91,12 @@ rc=$?
 [ $rc = 0 ] && grep -q 'not PiP tasks: .*static' "$tmp/s.err"
 ok $? "a static program: exec'd, saying it is static (rc $rc)" || diag_file "$tmp/s.err" 5
 
-# Options that cannot go with mode=pip are refused by name.
-"$PSPAWN_BIN" --pip --fanout core -n 1 "$task" info >"$tmp/o.out" 2>&1
+# mode=pip wins over a fan-out (one root makes every task).
+"$PSPAWN_BIN" --pip --fanout core -v -n 2 "$task" info >"$tmp/o.out" 2>"$tmp/o.err"
 rc=$?
-[ $rc != 0 ] && grep -q 'mode=pip.*fanout=core' "$tmp/o.out"
-ok $? "--pip --fanout core is refused, naming both (rc $rc)" || diag_file "$tmp/o.out" 3
+[ $rc = 0 ] && [ "$(grep -c '^rank [01] .* counter 101 ' "$tmp/o.out")" = 2 ] &&
+    grep -q 'via PiP' "$tmp/o.err"
+ok $? "--pip --fanout core: mode=pip wins, the 2 tasks are PiP tasks of one root (rc $rc)" ||
+    { diag_file "$tmp/o.out" 3; diag_file "$tmp/o.err" 5; }
 
 tap_done

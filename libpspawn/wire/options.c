@@ -221,18 +221,14 @@ int pspawn_options_parse(struct pspawn_options *o, const char *text, char *err, 
     if (o->subzygote == PSPAWN_SUB_CGROUP && !o->cgroup[0])
         return pspawn_errmsg(err, errlen, "subzygote=cgroup needs cgroup=DIR (a cgroup v2 directory)");
     /* PiP tasks share one address space and one loader: one root makes
-     * them all, and it holds at most PSPAWN_PIP_MAX_TASKS namespaces. */
-    char n[16];
-    if (o->pip && (o->given & PSPAWN_OPT_FANOUT) && o->fanout != PSPAWN_FANOUT_NONE &&
-        o->fanout != PSPAWN_FANOUT_AUTO)
-        return pspawn_errmsg(err, errlen, "mode=pip: one root makes every task (at most %d): "
-                             "fanout=%s does not apply (use fanout=none or leave it out)",
-                             PSPAWN_PIP_MAX_TASKS, pspawn_fanout_name(o, n, sizeof n));
-    if (o->pip && o->reuse_job)
-        return pspawn_errmsg(err, errlen, "mode=pip: a PiP root never unloads a finished task's "
-                             "namespace, so it serves one step: reuse=job does not apply");
-    if (o->pip)
+     * them all (at most PSPAWN_PIP_MAX_TASKS namespaces), and it never
+     * unloads a finished task's, so it serves one step.  mode=pip wins
+     * over a fan-out or reuse=job, wherever they were set (a site's
+     * default under a user's --pspawn=mode=pip). */
+    if (o->pip) {
         o->fanout = PSPAWN_FANOUT_NONE;
+        o->reuse_job = 0;
+    }
     return 0;
 }
 

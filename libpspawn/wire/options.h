@@ -55,7 +55,8 @@
  *       into a link-map namespace of its own (dlmopen): own globals,
  *       shared page tables.  At most PSPAWN_PIP_MAX_TASKS tasks per root;
  *       programs must be PIE with main exported (pspawn(1), "PROCESS-IN-
- *       PROCESS").  Implies fanout=none; not with reuse=job.
+ *       PROCESS").  Implies fanout=none and reuse=step, whatever else
+ *       sets them.
  * Later features add their keys here.  Unknown keys are errors, so a typo
  * never silently does nothing.
  */
