@@ -12,7 +12,7 @@
 # runs the same commands with and without --pspawn; stops everything.
 # Prints TAP.
 build=$(cd "${1:?usage: host-slurm.sh BUILDDIR}" && pwd)
-PSPAWN_BIN=$build/libpspawn/pspawn TESTS_BUILDDIR=$build/tests
+PSPAWN_BIN=$build/cli/pspawn TESTS_BUILDDIR=$build/tests
 . "$(dirname "$0")/taplib.sh"     # $tmp, removed on exit
 plugin=$build/spank/.libs/spank_pspawn.so
 shim=$build/spank/pspawn-shim

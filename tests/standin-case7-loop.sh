@@ -6,7 +6,7 @@
 #   make check TESTS=tests/standin-case7-loop.sh   (N=500, delay 0)
 # or by hand, from a build directory, with check's environment:
 #   TESTS_SRCDIR=$srcdir/tests TESTS_BUILDDIR=$PWD/tests top_builddir=$PWD \
-#   PSPAWN_BIN=$PWD/libpspawn/pspawn PSPAWN_PROXY=$PWD/libpspawn/.libs/libpspawn-proxy.so \
+#   PSPAWN_BIN=$PWD/cli/pspawn PSPAWN_PROXY=$PWD/libpspawn/.libs/libpspawn-proxy.so \
 #   PSPAWN_TOPOLOGY=$PWD/libpspawn/pspawn-topology sh $srcdir/tests/standin-case7-loop.sh 500
 . "$TESTS_SRCDIR/taplib.sh"
 . "$TESTS_SRCDIR/standin-case7.sh"
