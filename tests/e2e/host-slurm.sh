@@ -12,12 +12,12 @@
 # runs the same commands with and without --pspawn; stops everything.
 # Prints TAP.
 build=$(cd "${1:?usage: host-slurm.sh BUILDDIR}" && pwd)
-PSPAWN_BIN=$build/cli/pspawn TESTS_BUILDDIR=$build/tests
-. "$(dirname "$0")/taplib.sh"     # $tmp, removed on exit
+PSPAWN_BIN=$build/cli/pspawn TESTS_BUILDDIR=$build/tests/fixtures
+. "$(dirname "$0")/../fixtures/taplib.sh"     # $tmp, removed on exit
 plugin=$build/spank/.libs/spank_pspawn.so
 shim=$build/spank/pspawn-shim
 proxy=$build/libpspawn/.libs/libpspawn-proxy.so
-for f in "$plugin" "$shim" "$proxy" "$build/tests/probe" "$build/tests/task"; do
+for f in "$plugin" "$shim" "$proxy" "$build/tests/fixtures/probe" "$build/tests/fixtures/task"; do
     [ -e "$f" ] || { echo "Bail out! $f is not built"; exit 1; }
 done
 [ "$(id -u)" = 0 ] || { echo "Bail out! needs root (it starts slurmd)"; exit 1; }
@@ -91,7 +91,7 @@ done
 [ -n "$up" ] || { tail -5 "$tmp/slurmctld.log" "$tmp/slurmd.log" | sed 's/^/# /'; echo "Bail out! the node did not come up"; exit 1; }
 echo "# $(srun --version) on $node ($cpus CPUs, 4 configured)"
 
-cp "$build/tests/probe" "$build/tests/task" "$build/tests/pip-task" "$tmp/work/"
+cp "$build/tests/fixtures/probe" "$build/tests/fixtures/task" "$build/tests/fixtures/pip-task" "$tmp/work/"
 cd "$tmp/work" || exit 1
 # The shim finds the proxy in the build tree, as the tests' launchers do.
 export PSPAWN_PROXY=$proxy

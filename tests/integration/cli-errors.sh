@@ -8,7 +8,7 @@
 # PSPAWN_SIZE and PSPAWN_LOCAL_RANK and a long program path, so the largest
 # argument list with which pspawn itself still starts is too large for its
 # task.  That size is found by bisection.
-. "${TESTS_SRCDIR:-$(dirname "$0")}/taplib.sh"
+. "${TESTS_SRCDIR:-$(dirname "$0")/../fixtures}/taplib.sh"
 
 mkdir "$tmp/bin" "$tmp/dir"
 cp "$TESTS_BUILDDIR/task" "$tmp/bin/not-executable"

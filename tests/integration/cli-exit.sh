@@ -2,7 +2,7 @@
 # cli-exit.sh - pspawn exits 0 when every task exits 0, otherwise with the
 # highest of the tasks' exit codes and 128+signal for a task killed by a
 # signal; the same with --exec.
-. "${TESTS_SRCDIR:-$(dirname "$0")}/taplib.sh"
+. "${TESTS_SRCDIR:-$(dirname "$0")/../fixtures}/taplib.sh"
 
 task=$TESTS_BUILDDIR/task
 

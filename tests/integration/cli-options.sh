@@ -3,7 +3,7 @@
 # PSPAWN_SIZE, PSPAWN_LOCAL_RANK, --env, stdin for rank 0 only, --label,
 # one new process group for all tasks, --bind, -v, --help, option parsing
 # that stops at the program, and --exec giving the same output.
-. "${TESTS_SRCDIR:-$(dirname "$0")}/taplib.sh"
+. "${TESTS_SRCDIR:-$(dirname "$0")/../fixtures}/taplib.sh"
 
 # run OUTFILE PSPAWN_ARGS...: stdout sorted into OUTFILE, stderr in
 # $tmp/err, exit status in $rc.

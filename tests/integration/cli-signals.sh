@@ -2,12 +2,12 @@
 # cli-signals.sh - SIGINT, SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 sent to
 # pspawn reach every task exactly once.
 #
-# Each task (tests/task signals LOG) records every one of those signals it
+# Each task (tests/fixtures/task signals LOG) records every one of those signals it
 # gets in LOG as "RANK SIGNAME", and exits 0 half a second after the first
 # (time for a duplicate to show).  The signal goes to pspawn's pid only;
 # the tasks are in a process group of their own, so whatever they get,
 # pspawn forwarded.
-. "${TESTS_SRCDIR:-$(dirname "$0")}/taplib.sh"
+. "${TESTS_SRCDIR:-$(dirname "$0")/../fixtures}/taplib.sh"
 
 task=$TESTS_BUILDDIR/task
 ntasks=3

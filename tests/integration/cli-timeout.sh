@@ -2,7 +2,7 @@
 # cli-timeout.sh - --timeout S: after S seconds the tasks get SIGTERM (then
 # SIGKILL 5 s later), pspawn says so and exits 124, and no task is left.
 # Tasks done in time are not affected.
-. "${TESTS_SRCDIR:-$(dirname "$0")}/taplib.sh"
+. "${TESTS_SRCDIR:-$(dirname "$0")/../fixtures}/taplib.sh"
 
 now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }

@@ -33,7 +33,7 @@
 #include <unistd.h>
 
 #include "pspawn.h"
-#include "tap.h"
+#include "../fixtures/tap.h"
 
 extern char **environ;
 static char prog[PATH_MAX];

@@ -33,7 +33,7 @@
 #include <unistd.h>
 
 #include "pspawn.h"
-#include "tap.h"
+#include "../fixtures/tap.h"
 
 static char builddir[PATH_MAX / 2];
 static char tmpdir[256];

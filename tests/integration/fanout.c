@@ -5,7 +5,7 @@
  * binding, runs with its binding from main on, and unbound tasks are
  * spread; every kind of sub-zygote (fork, exec, replicate); start=lazy; a
  * sub-zygote that fails to start loses and doubles no task; destroy leaves
- * no process and no copy behind.  (Killed mid-batch: tests/zygote-kill.)
+ * no process and no copy behind.  (Killed mid-batch: tests/integration/zygote-kill.)
  *
  * Uses $TESTS_BUILDDIR/task and $TESTS_BUILDDIR/once.
  */
@@ -21,9 +21,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "procs.h"
+#include "../fixtures/procs.h"
 #include "pspawn.h"
-#include "tap.h"
+#include "../fixtures/tap.h"
 
 enum { MAXT = 256 };
 

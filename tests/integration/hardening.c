@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "pspawn.h"
-#include "tap.h"
+#include "../fixtures/tap.h"
 
 static char task[PATH_MAX];
 

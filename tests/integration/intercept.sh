@@ -3,7 +3,7 @@
 # a launcher's repeated starts of a program go through a zygote, and the
 # launcher sees what it saw without: the same output, exit codes, signal
 # deaths, exec errors, fds, and no child it did not start.  Each case runs
-# tests/intercept-launcher plain and intercepted and compares.
+# tests/fixtures/intercept-launcher plain and intercepted and compares.
 . "$TESTS_SRCDIR/taplib.sh"
 
 pspawn=$PSPAWN_BIN

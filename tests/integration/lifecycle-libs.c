@@ -1,10 +1,10 @@
 /*
  * lifecycle-libs - a zygote's libraries replaced on disk, through the API
- * (issue 19): a library renamed over between two batches: the zygote exits
+ *: a library renamed over between two batches: the zygote exits
  * and a new one (with new sub-zygotes) serves the second batch, which runs
  * the new library's code, and PSPAWN_DEBUG says why; the same for a zygote
  * without inotify (noinotify preloaded), and with a sub-zygote per CPU.
- * The rest of the zygote's life: tests/lifecycle.c.
+ * The rest of the zygote's life: tests/integration/lifecycle.c.
  *
  * Uses $TESTS_BUILDDIR/lifeprog and
  * $TESTS_BUILDDIR/.libs/lib{lifelib,lifelib2,noinotify}.so.

@@ -1,6 +1,6 @@
 #!/bin/sh
-# The zygote's life in stand-in mode (issue 19), driven through
-# pspawn-shim as slurmstepd drives it (tests/standin.sh has the rest):
+# The zygote's life in stand-in mode, driven through
+# pspawn-shim as slurmstepd drives it (tests/integration/standin.sh has the rest):
 #  - the stand-in that starts the zygote is killed while the zygote loads:
 #    the zygote exits and the program's main never runs in it;
 #  - once parked, the zygote outlives the stand-in that started it

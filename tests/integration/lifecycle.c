@@ -1,5 +1,5 @@
 /*
- * lifecycle - the zygote's life, through the API (issue 19):
+ * lifecycle - the zygote's life, through the API:
  *  1. orphan: the launcher is killed while its zygote loads (a library's
  *     constructor sleeps): the zygote exits, and the program's main never
  *     runs in it (while a daemon a constructor starts, which has not the
@@ -17,7 +17,7 @@
  *     that cannot make a timer to count them refuses, saying so;
  *  5. /proc/PID/environ of the zygote and of a task holds no
  *     PSPAWN_ZYGOTE_ variable.
- * A library replaced on disk: tests/lifecycle-libs.c.
+ * A library replaced on disk: tests/integration/lifecycle-libs.c.
  *
  * Uses $TESTS_BUILDDIR/{lifeprog,lifeprog-static,threaded,timers}.
  */

@@ -1,6 +1,6 @@
 /*
  * lifecycle.h - what the two lifecycle test programs share (header only):
- * tests/lifecycle (the zygote's life) and tests/lifecycle-libs (its
+ * tests/integration/lifecycle (the zygote's life) and tests/integration/lifecycle-libs (its
  * libraries replaced on disk).
  */
 #ifndef TESTS_LIFECYCLE_H
@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "pspawn.h"
-#include "tap.h"
+#include "../fixtures/tap.h"
 
 /* Half of PATH_MAX: room for the names made of them. */
 static char builddir[PATH_MAX / 2], tmp[PATH_MAX / 2], lifeprog[PATH_MAX / 2];

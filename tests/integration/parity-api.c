@@ -2,7 +2,7 @@
  * parity-api - a task created from the zygote must be indistinguishable
  * from one created by exec.
  *
- * The probe (tests/probe.c) is launched three ways with the same argv,
+ * The probe (tests/fixtures/probe.c) is launched three ways with the same argv,
  * envp, fds, cwd, umask, rlimits, signal state, process group and CPU set:
  *   zygote     pspawn_ex() / pspawn() / pspawn_n() / pspawn_vector()
  *   exec       pspawn_exec() (the library's own exec path, its fallback)
@@ -38,7 +38,7 @@
 #include <unistd.h>
 
 #include "pspawn.h"
-#include "tap.h"
+#include "../fixtures/tap.h"
 
 extern char **environ;
 

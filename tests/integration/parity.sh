@@ -1,9 +1,9 @@
 #!/bin/sh
 # parity.sh - through the pspawn command, a task started from the zygote
 # sees exactly what one started with --exec (plain exec, the reference)
-# sees: the probe (tests/probe.c) is run both ways and its reports are
+# sees: the probe (tests/fixtures/probe.c) is run both ways and its reports are
 # compared group by group, one TAP line per group and rank.
-. "${TESTS_SRCDIR:-$(dirname "$0")}/taplib.sh"
+. "${TESTS_SRCDIR:-$(dirname "$0")/../fixtures}/taplib.sh"
 
 probe=$TESTS_BUILDDIR/probe
 groups="argv env progname cmdline exe fd sig sigmask cwd umask rlimit pgrp cpus threads globals parent sched misc"

@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "pspawn.h"
-#include "tap.h"
+#include "../fixtures/tap.h"
 
 enum { MAX_KNOWN = 4096 };
 

@@ -6,7 +6,7 @@
 # task; destructors, atexit and stdio at exit as after an exec; more tasks
 # than the loader's namespaces are exec'd; programs a root cannot load
 # are refused, saying why, and still run.
-. "${TESTS_SRCDIR:-$(dirname "$0")}/taplib.sh"
+. "${TESTS_SRCDIR:-$(dirname "$0")/../fixtures}/taplib.sh"
 
 task=$TESTS_BUILDDIR/pip-task
 pip() { "$PSPAWN_BIN" --pip "$@"; }

@@ -6,7 +6,7 @@
 # PSPAWN_PREFAULT=0 turns that off, and the same task then finds the text of
 # a library it has not run yet unmapped (the kernel does not copy page
 # tables of file mappings at fork).
-. "${TESTS_SRCDIR:-$(dirname "$0")}/taplib.sh"
+. "${TESTS_SRCDIR:-$(dirname "$0")/../fixtures}/taplib.sh"
 
 textmap=$TESTS_BUILDDIR/textmap
 

@@ -6,7 +6,7 @@
 # left out with the reason; PSPAWN_PRELOAD_SKIP keeps one out; a list file
 # and PSPAWN_PRELOAD_LIBS give the libraries too; a bare name is found
 # where the calling program's own DT_RUNPATH says, as without libpspawn.
-. "${TESTS_SRCDIR:-$(dirname "$0")}/taplib.sh"
+. "${TESTS_SRCDIR:-$(dirname "$0")/../fixtures}/taplib.sh"
 
 dl=$TESTS_BUILDDIR/dlopener
 libs=$TESTS_BUILDDIR/.libs

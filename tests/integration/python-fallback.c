@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "pspawn.h"
-#include "tap.h"
+#include "../fixtures/tap.h"
 
 extern char **environ;
 

@@ -6,7 +6,7 @@
 # modules learned from earlier tasks, and forgotten when the script
 # changes; numpy/scipy results.  Each warm run is checked to have used the
 # warm zygote (pspawn -v, PSPAWN_DEBUG).
-. "${TESTS_SRCDIR:-$(dirname "$0")}/taplib.sh"
+. "${TESTS_SRCDIR:-$(dirname "$0")/../fixtures}/taplib.sh"
 
 py=/usr/bin/python3
 if ! [ -x $py ] || ! $py -c 'import sys; sys.exit(sys.version_info < (3, 8))'; then

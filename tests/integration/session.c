@@ -12,7 +12,7 @@
  * the exec path.
  *
  * Each task that must run exactly once appends "RANK PID" to one shared
- * file with a single write (tests/task append), RANK its index.
+ * file with a single write (tests/fixtures/task append), RANK its index.
  *
  * Uses $TESTS_BUILDDIR/task.
  */

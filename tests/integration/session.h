@@ -1,6 +1,6 @@
 /*
- * session.h - what tests/session.c's cases share (header only, for that
- * one test): the tasks (tests/task) with their argv, env and CPU sets, a
+ * session.h - what tests/integration/session.c's cases share (header only, for that
+ * one test): the tasks (tests/fixtures/task) with their argv, env and CPU sets, a
  * caller's loop on the session's fd, what the events said of each task,
  * and the ranks file every task that must run once appends to.
  */
@@ -17,9 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "procs.h"
+#include "../fixtures/procs.h"
 #include "pspawn.h"
-#include "tap.h"
+#include "../fixtures/tap.h"
 
 enum { MAXT = 2000 };
 

@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "pspawn.h"
-#include "tap.h"
+#include "../fixtures/tap.h"
 
 enum { BATCHES = 100, BATCH = 100, RSS_MARGIN_KB = 1024 };
 

@@ -1,5 +1,5 @@
 /*
- * The root mover's tests, in spank/test-plugin's fake slurmstepd
+ * The root mover's tests, in tests/integration/spank-plugin's fake slurmstepd
  * (test-plugin.h): a step's mover, started by the plugin's user_init, is
  * asked by played shims to move their tasks, rightly and wrongly.  Run
  * as root only (the mover takes back slurmstepd's saved uid 0).
@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "pspawn_cgroup.h"
-#include "test-plugin.h"
+#include "spank-plugin.h"
 #include "unixsock.h"
 
 /* The plugin's open() is this one (exported with -export-dynamic), so

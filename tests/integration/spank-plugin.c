@@ -14,8 +14,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "tap.h"
-#include "test-plugin.h"
+#include "../fixtures/tap.h"
+#include "spank-plugin.h"
 
 /* The one TAP stream, for the other files (test-plugin.h). */
 int shared_tap_ok(int cond, const char *fmt, ...)

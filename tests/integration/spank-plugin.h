@@ -1,5 +1,5 @@
 /*
- * The TAP test spank/test-plugin: spank_pspawn.so in a fake slurmstepd.
+ * The TAP test tests/integration/spank-plugin: spank_pspawn.so in a fake slurmstepd.
  *
  * test-slurmstepd.c  the fake slurmstepd: the SPANK calls the plugin sees,
  *                    the plugin's loading, a step's callbacks played in turn
@@ -96,7 +96,7 @@ int run_step(const struct step *s, struct task *t, int ntasks_run, struct task *
 /* 0, or -1 if PATH could not be written. */
 int write_file(const char *path, const char *text);
 
-/* tests/tap.h counts in statics, one count per file that includes it: the
+/* tests/fixtures/tap.h counts in statics, one count per file that includes it: the
  * mover's tests report through these, into test-plugin.c's one stream. */
 __attribute__((format(printf, 2, 3)))
 int shared_tap_ok(int cond, const char *fmt, ...);

@@ -1,5 +1,5 @@
 /*
- * The fake slurmstepd of spank/test-plugin (test-plugin.h).
+ * The fake slurmstepd of tests/integration/spank-plugin (test-plugin.h).
  *
  * It defines the SPANK calls the plugin may use (exported with
  * -export-dynamic, as slurmstepd's libslurmfull does), loads the built
@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "test-plugin.h"
+#include "spank-plugin.h"
 
 /* ---- what the plugin's SPANK calls see ---- */
 

@@ -3,13 +3,13 @@
 # times in a row (default 500; DELAY default 0: the zygote killed as soon
 # as it parked; LATE: a rank that starts after the others), stopping at
 # the first failure.  Run it as make check runs the tests:
-#   make check TESTS=tests/standin-case7-loop.sh   (N=500, delay 0)
+#   make check TESTS=tests/integration/standin-case7-loop.sh   (N=500, delay 0)
 # or by hand, from a build directory, with check's environment:
-#   TESTS_SRCDIR=$srcdir/tests TESTS_BUILDDIR=$PWD/tests top_builddir=$PWD \
+#   TESTS_SRCDIR=$srcdir/tests/fixtures TESTS_BUILDDIR=$PWD/tests/fixtures top_builddir=$PWD \
 #   PSPAWN_BIN=$PWD/cli/pspawn PSPAWN_PROXY=$PWD/libpspawn/.libs/libpspawn-proxy.so \
-#   PSPAWN_TOPOLOGY=$PWD/libpspawn/pspawn-topology sh $srcdir/tests/standin-case7-loop.sh 500
+#   PSPAWN_TOPOLOGY=$PWD/libpspawn/pspawn-topology sh $srcdir/tests/integration/standin-case7-loop.sh 500
 . "$TESTS_SRCDIR/taplib.sh"
-. "$TESTS_SRCDIR/standin-case7.sh"
+. "$TESTS_SRCDIR/../integration/standin-case7.sh"
 
 runs=${1:-${STANDIN_LOOP_RUNS:-500}} delay=${2:-0} late=${3:-}
 shim=$top_builddir/spank/pspawn-shim

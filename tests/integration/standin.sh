@@ -169,7 +169,7 @@ fi
 
 # 7. The zygote killed at any moment of a batch of 8 stand-ins (and one
 #    stand-in that starts late): see standin-case7.sh.
-. "$TESTS_SRCDIR/standin-case7.sh"
+. "$TESTS_SRCDIR/../integration/standin-case7.sh"
 for delay in 0 1 3 10 30; do
     kill_batch $delay
 done

@@ -33,7 +33,7 @@
 #include <unistd.h>
 
 #include "protocol.h"
-#include "tap.h"
+#include "../fixtures/tap.h"
 #include "unixsock.h"
 
 static int sock, report;

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "pspawn_cgroup.h"
-#include "tap.h"
+#include "../fixtures/tap.h"
 
 static char paths[PSPAWN_CG_MAX][PATH_MAX];
 

@@ -8,7 +8,7 @@
 
 #include "options.h"
 #include "pspawn_config.h"
-#include "tap.h"
+#include "../fixtures/tap.h"
 
 
 /* Parse the words of line (space-separated) over the defaults. */

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "internal.h"
-#include "tap.h"
+#include "../fixtures/tap.h"
 
 static int isset(const unsigned char *m, int i)
 {
@@ -143,7 +143,7 @@ int main(void)
 
     /* The cgroup lets the launcher use CPUs 2-5 (nodes 1 and 2) of 4 nodes. */
     char xml[4096];
-    snprintf(xml, sizeof xml, "%s/fixtures/4nodes-2allowed.xml", src);
+    snprintf(xml, sizeof xml, "%s/4nodes-2allowed.xml", src);
     groups(xml, "fanout=numa", &t);
     unsigned char g0[PSPAWN_CPUSET_BYTES], g1[PSPAWN_CPUSET_BYTES];
     cpus_of(2, 3, g0);
