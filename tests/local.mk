@@ -4,8 +4,8 @@
 #  - programs that are launched (probe, task, threaded, timers): plain, never
 #    instrumented, since a sanitizer runtime must come first in a process
 #    and the zygote has the proxy preloaded;
-#  - drivers that launch them through the API (parity-api, children,
-#    fallback, errors, zygote-kill, soak): built like the launcher, so with
+#  - drivers that launch them through the API (parity-api-*, children,
+#    fallback-*, errors, zygote-kill, soak): built like the launcher, so with
 #    ASan and UBSan in a --enable-sanitizers build; -no-install makes them
 #    real executables in tests/ rather than libtool wrappers.
 
@@ -92,20 +92,36 @@ tests_integration_ctor_state_SOURCES = tests/integration/ctor-state.c tests/fixt
 tests_integration_ctor_state_LDADD = libpspawn/libpspawn.la
 tests_integration_ctor_state_LDFLAGS = $(driver_link_flags)
 
-check_PROGRAMS += tests/integration/parity-api tests/integration/children tests/integration/fallback tests/integration/errors tests/integration/zygote-kill \
+check_PROGRAMS += tests/integration/parity-api-state tests/integration/parity-api-attrs tests/integration/parity-api-calls \
+	tests/integration/children tests/integration/fallback-program tests/integration/fallback-state \
+	tests/integration/errors tests/integration/zygote-kill \
 	tests/integration/soak tests/integration/fanout tests/integration/python-fallback
 
-tests_integration_parity_api_SOURCES = tests/integration/parity-api.c tests/fixtures/tap.h
-tests_integration_parity_api_LDADD = libpspawn/libpspawn.la
-tests_integration_parity_api_LDFLAGS = $(driver_link_flags)
+# API parity, in three programs: the launcher's own state, the attributes,
+# the calls and forms of the program.
+parity_api_headers = tests/integration/parity-api.h tests/integration/parity-launcher.h tests/fixtures/tap.h
+tests_integration_parity_api_state_SOURCES = tests/integration/parity-api-state.c $(parity_api_headers)
+tests_integration_parity_api_state_LDADD = libpspawn/libpspawn.la
+tests_integration_parity_api_state_LDFLAGS = $(driver_link_flags)
+tests_integration_parity_api_attrs_SOURCES = tests/integration/parity-api-attrs.c $(parity_api_headers)
+tests_integration_parity_api_attrs_LDADD = libpspawn/libpspawn.la
+tests_integration_parity_api_attrs_LDFLAGS = $(driver_link_flags)
+tests_integration_parity_api_calls_SOURCES = tests/integration/parity-api-calls.c $(parity_api_headers)
+tests_integration_parity_api_calls_LDADD = libpspawn/libpspawn.la
+tests_integration_parity_api_calls_LDFLAGS = $(driver_link_flags)
 
 tests_integration_children_SOURCES = tests/integration/children.c tests/fixtures/tap.h
 tests_integration_children_LDADD = libpspawn/libpspawn.la
 tests_integration_children_LDFLAGS = $(driver_link_flags)
 
-tests_integration_fallback_SOURCES = tests/integration/fallback.c tests/fixtures/tap.h
-tests_integration_fallback_LDADD = libpspawn/libpspawn.la
-tests_integration_fallback_LDFLAGS = $(driver_link_flags)
+# Exec instead of the zygote, in two programs: the program itself, and the
+# zygote's, the launcher's or the request's state.
+tests_integration_fallback_program_SOURCES = tests/integration/fallback-program.c tests/integration/fallback.h tests/fixtures/tap.h
+tests_integration_fallback_program_LDADD = libpspawn/libpspawn.la
+tests_integration_fallback_program_LDFLAGS = $(driver_link_flags)
+tests_integration_fallback_state_SOURCES = tests/integration/fallback-state.c tests/integration/fallback.h tests/fixtures/tap.h
+tests_integration_fallback_state_LDADD = libpspawn/libpspawn.la
+tests_integration_fallback_state_LDFLAGS = $(driver_link_flags)
 
 tests_integration_python_fallback_SOURCES = tests/integration/python-fallback.c tests/fixtures/tap.h
 tests_integration_python_fallback_LDADD = libpspawn/libpspawn.la
@@ -164,11 +180,14 @@ TESTS += \
 	tests/integration/standin.sh \
 	tests/integration/soak \
 	tests/integration/cli-signals.sh \
-	tests/integration/parity-api \
+	tests/integration/parity-api-calls \
+	tests/integration/parity-api-state \
+	tests/integration/parity-api-attrs \
 	tests/integration/parity.sh \
 	tests/integration/parity-fanout.sh \
+	tests/integration/fallback-state \
 	tests/integration/children \
-	tests/integration/fallback \
+	tests/integration/fallback-program \
 	tests/integration/ctor-state \
 	tests/integration/errors \
 	tests/integration/cli-errors.sh \

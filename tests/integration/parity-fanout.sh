@@ -1,6 +1,7 @@
 #!/bin/sh
 # parity-fanout.sh - through sub-zygotes, a task still sees exactly what an
-# exec'd one sees: the API parity suite (tests/integration/parity-api: every attribute,
+# exec'd one sees: the API parity suite (tests/integration/parity-api-state,
+# -attrs and -calls: the launcher's state, every attribute, the calls and
 # the vector form, the fallbacks) run again with the options
 # fanout=core (a zygote per CPU, tasks spread over them or sent by their
 # binding) and each kind of sub-zygote, and the pspawn command's (parity.sh)
@@ -26,11 +27,13 @@ relay() {
     [ "$_n" -gt 0 ] || ok 1 "$1: the suite ran"
 }
 for sub in exec fork replicate; do
-    PSPAWN_OPTIONS=fanout=core,subzygote=$sub "$TESTS_BUILDDIR/../integration/parity-api" 2>&1 |
-        relay "subzygote=$sub" >"$tmp/out"
-    cat "$tmp/out"
-    tap_n=$((tap_n + $(grep -c '^\(not \)\{0,1\}ok ' "$tmp/out")))
-    tap_failed=$((tap_failed + $(grep -c '^not ok ' "$tmp/out")))
+    for part in state attrs calls; do
+        PSPAWN_OPTIONS=fanout=core,subzygote=$sub "$TESTS_BUILDDIR/../integration/parity-api-$part" 2>&1 |
+            relay "subzygote=$sub" >"$tmp/out"
+        cat "$tmp/out"
+        tap_n=$((tap_n + $(grep -c '^\(not \)\{0,1\}ok ' "$tmp/out")))
+        tap_failed=$((tap_failed + $(grep -c '^not ok ' "$tmp/out")))
+    done
 done
 PSPAWN_OPTIONS=fanout=core sh "$TESTS_SRCDIR/../integration/parity.sh" 2>&1 | relay "pspawn --fanout core" >"$tmp/out"
 cat "$tmp/out"

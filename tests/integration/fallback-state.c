@@ -1,115 +1,29 @@
 /*
- * fallback - whenever the zygote cannot be faithful to an exec, the task is
- * created by a plain exec instead, runs exactly once with the right output,
- * and the reason is readable (pspawn_context_reason()) and printed on
- * stderr with PSPAWN_DEBUG=1.
+ * fallback-state - when the state of the zygote, of the launcher or of
+ * the request makes a fork of the zygote unfaithful to an exec, the task
+ * is created by a plain exec instead, runs exactly once with the right
+ * output, and the reason is readable (pspawn_context_reason()) and
+ * printed on stderr with PSPAWN_DEBUG=1.
  *
- * Cases: a static binary, a set-user-ID and a set-group-ID copy, a copy
- * with file capabilities, a binary replaced or touched on disk after its
- * zygote started, a zygote killed or stopped between two spawns, and a
- * program whose constructor starts a thread, a task whose LD_LIBRARY_PATH is
- * not its zygote's.  And PSPAWN_TRACEME, a debugger's stop at exec, which
- * only the exec path gives.
+ * Cases: a launcher that gave up a privilege after its zygote started
+ * (root, its groups, a capability, one of its bounding or ambient set), a
+ * program whose constructor starts a thread or a POSIX timer (and one
+ * whose interval timers the zygote's task gets again), a zygote killed or
+ * stopped between two spawns, a task whose LD_LIBRARY_PATH is not its
+ * zygote's.  And PSPAWN_TRACEME, a debugger's stop at exec, which only the
+ * exec path gives.  The program itself (static, set-ID, capabilities,
+ * changed on disk) is tests/integration/fallback-program's.
  *
- * Uses $TESTS_BUILDDIR/{task,task-static,task-v2,threaded}.
+ * Uses $TESTS_BUILDDIR/{task,threaded,timers}.
  */
-#include <errno.h>
 #include <grp.h>
 #include <linux/capability.h>
-#include <sys/syscall.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <poll.h>
-#include <signal.h>
-#include <spawn.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
+#include <sys/syscall.h>
 
-#include "pspawn.h"
-#include "../fixtures/tap.h"
-
-static char builddir[PATH_MAX / 2];
-static char tmpdir[256];
-static char capture_path[300];
-static char stderr_path[300];
-static char append_path[300];
-
-/* ---- small helpers ------------------------------------------------------ */
-
-/* The whole of PATH (files of /proc too, which have no size). */
-static char *read_file(const char *path)
-{
-    FILE *f = fopen(path, "re");
-    char *text = NULL;
-    size_t len = 0, cap = 0, n;
-
-    if (!f)
-        return strdup("");
-    do {
-        if (cap - len < 4096) {
-            cap = cap ? 2 * cap : 8192;
-            text = realloc(text, cap);
-            if (!text)
-                tap_bail("out of memory");
-        }
-        n = fread(text + len, 1, cap - len - 1, f);
-        len += n;
-    } while (n > 0);
-    text[len] = '\0';
-    fclose(f);
-    return text;
-}
-
-static void copy_file(const char *from, const char *to, mode_t mode)
-{
-    char buf[65536], tmp[PATH_MAX];
-    int in, out;
-    ssize_t n;
-
-    /* Write aside and rename, as an install does: the old file may be
-     * running (a zygote), so it cannot be written in place. */
-    snprintf(tmp, sizeof tmp, "%s.new", to);
-    in = open(from, O_RDONLY | O_CLOEXEC);
-    out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0700);
-    if (in < 0 || out < 0)
-        tap_bail("copy %s to %s: %s", from, tmp, strerror(errno));
-    while ((n = read(in, buf, sizeof buf)) > 0)
-        if (write(out, buf, (size_t)n) != n)
-            tap_bail("copy %s: %s", tmp, strerror(errno));
-    close(in);
-    if (fchmod(out, mode) != 0 || close(out) != 0 || rename(tmp, to) != 0)
-        tap_bail("copy %s: %s", to, strerror(errno));
-}
-
-/* Run a command (setcap); returns its exit status, or -1. */
-static int run_command(char *const argv[])
-{
-    extern char **environ;
-    pid_t pid;
-    int st;
-
-    if (posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ) != 0)
-        return -1;
-    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
-        return -1;
-    return WEXITSTATUS(st);
-}
-
-static int count_lines(const char *text)
-{
-    int n = 0;
-
-    for (; *text; text++)
-        n += *text == '\n';
-    return n;
-}
+#include "fallback.h"
 
 /* Whether PID still exists in any state, zombie included. */
 static int process_exists(pid_t pid)
@@ -120,117 +34,6 @@ static int process_exists(pid_t pid)
     return access(path, F_OK) == 0;
 }
 
-/* ---- one spawn, observed from every side --------------------------------- */
-
-struct outcome {
-    int rc;             /* pspawn_ex's return */
-    int exited0;        /* reaped, exit 0 */
-    char *out;          /* the task's stdout */
-    char *err;          /* stderr of launcher and task (PSPAWN_DEBUG) */
-    int runs;           /* lines the task appended to append_path */
-    int pid_matches;    /* the one run was the pid returned */
-    double seconds;     /* time spent in pspawn_ex */
-};
-
-static double now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* Redirect fd 1 and fd 2 to files around F (spawn or context creation),
- * with PSPAWN_DEBUG=1 so that a fallback reason is printed. */
-struct redirect { int out, err; };
-
-static void redirect_begin(struct redirect *r)
-{
-    int o, e;
-
-    fflush(stdout);
-    fflush(stderr);
-    o = open(capture_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    e = open(stderr_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (o < 0 || e < 0)
-        tap_bail("open capture files: %s", strerror(errno));
-    r->out = fcntl(1, F_DUPFD_CLOEXEC, 10);
-    r->err = fcntl(2, F_DUPFD_CLOEXEC, 10);
-    dup2(o, 1);
-    dup2(e, 2);
-    close(o);
-    close(e);
-}
-
-static void redirect_end(struct redirect *r)
-{
-    fflush(stderr);
-    dup2(r->out, 1);
-    dup2(r->err, 2);
-    close(r->out);
-    close(r->err);
-}
-
-static void reset_captures(void)
-{
-    unlink(capture_path);
-    unlink(stderr_path);
-    unlink(append_path);
-}
-
-static void outcome_free(struct outcome *o)
-{
-    free(o->out);
-    free(o->err);
-    memset(o, 0, sizeof *o);
-}
-
-/* Spawns ARGV (with ENVP) through CTX, waits for it and collects what it
- * printed and how many times it ran: the task appends PREFIX and its pid
- * to append_path. */
-static void spawn_collect(pspawn_context_t *ctx, char *const argv[], char *const envp[],
-                          const char *prefix, struct outcome *o)
-{
-    struct redirect r;
-    pid_t pid = -1;
-    double t0;
-    char *runs, want[64];
-    int st;
-
-    memset(o, 0, sizeof *o);
-    reset_captures();
-    redirect_begin(&r);
-    t0 = now();
-    o->rc = pspawn_ex(&pid, ctx, NULL, argv, envp);
-    o->seconds = now() - t0;
-    redirect_end(&r);
-    if (o->rc == 0 && waitpid(pid, &st, 0) == pid)
-        o->exited0 = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-    o->out = read_file(capture_path);
-    o->err = read_file(stderr_path);
-    runs = read_file(append_path);
-    o->runs = count_lines(runs);
-    snprintf(want, sizeof want, "%s%ld\n", prefix, (long)pid);
-    o->pid_matches = strcmp(runs, want) == 0;
-    free(runs);
-}
-
-/* One task: "PROG append FILE ARG"; it appends "- PID" and prints
- * "task version=V ... args=ARG". */
-static void spawn_task_env(pspawn_context_t *ctx, const char *argv0, const char *arg,
-                           char *const envp[], struct outcome *o)
-{
-    char *argv[] = { (char *)argv0, "append", append_path, (char *)arg, NULL };
-
-    spawn_collect(ctx, argv, envp, "- ", o);
-}
-
-static void spawn_task(pspawn_context_t *ctx, const char *argv0, const char *arg,
-                       struct outcome *o)
-{
-    spawn_task_env(ctx, argv0, arg, NULL, o);
-}
-
 /* The threaded or timers program: "PROG FILE"; it appends "PID". */
 static void spawn_threaded(pspawn_context_t *ctx, const char *argv0, struct outcome *o)
 {
@@ -239,168 +42,7 @@ static void spawn_threaded(pspawn_context_t *ctx, const char *argv0, struct outc
     spawn_collect(ctx, argv, NULL, "", o);
 }
 
-/* ---- checks ------------------------------------------------------------- */
-
-static void check_ran_once(const char *name, const struct outcome *o, const char *want_out)
-{
-    tap_ok(o->rc == 0 && o->exited0 && o->runs == 1 && o->pid_matches &&
-           strcmp(o->out, want_out) == 0,
-           "%s: the task ran exactly once, exited 0, printed the right output", name);
-    if (o->rc != 0)
-        tap_diag("    pspawn_ex: %s", strerror(o->rc));
-    if (o->runs != 1 || !o->pid_matches)
-        tap_diag("    runs recorded: %d (pid %s)", o->runs,
-                 o->pid_matches ? "matches" : "does not match");
-    if (strcmp(o->out, want_out) != 0)
-        tap_diag("    output: \"%s\", want \"%s\"", o->out, want_out);
-}
-
-static void check_reason(const char *name, const pspawn_context_t *ctx,
-                         const struct outcome *o, const char *word)
-{
-    const char *reason = pspawn_context_reason(ctx);
-
-    tap_ok(reason && strstr(reason, word), "%s: reason mentions \"%s\"", name, word);
-    tap_diag("    reason: %s", reason ? reason : "(none)");
-    /* PSPAWN_DEBUG=1: a line "libpspawn: ..." with the reason on stderr
-     * (o->err holds what was printed while creating and spawning). */
-    {
-        const char *line = strstr(o->err, "libpspawn:");
-        int found = 0;
-        while (line && !found) {
-            const char *nl = strchr(line, '\n');
-            size_t len = nl ? (size_t)(nl - line) : strlen(line);
-            char *copy = strndup(line, len);
-            found = (line == o->err || line[-1] == '\n') && strstr(copy, word);
-            free(copy);
-            line = strstr(line + 1, "libpspawn:");
-        }
-        tap_ok(found, "%s: PSPAWN_DEBUG=1 prints the reason on stderr", name);
-        if (!found)
-            tap_diag("    stderr: %s", o->err[0] ? o->err : "(empty)");
-    }
-}
-
-static void check_exec_for_good(const char *name, const pspawn_context_t *ctx)
-{
-    tap_ok(!pspawn_context_uses_zygote(ctx), "%s: pspawn_context_uses_zygote() is 0", name);
-}
-
-static void check_zygote_served(const char *name, const pspawn_context_t *ctx,
-                                const struct outcome *o, const char *want_out)
-{
-    const char *reason = pspawn_context_reason(ctx);
-    char label[128];
-
-    snprintf(label, sizeof label, "%s, first spawn", name);
-    check_ran_once(label, o, want_out);
-    tap_ok(pspawn_context_uses_zygote(ctx) && !reason,
-           "%s: served by the zygote (no fallback yet)", name);
-    if (reason)
-        tap_diag("    reason: %s", reason);
-}
-
-/* Create the context with stderr captured (a reason found at creation is
- * printed then). */
-static int create_context(pspawn_context_t *ctx, const char *path, struct outcome *o)
-{
-    struct redirect r;
-    int rc;
-
-    reset_captures();
-    redirect_begin(&r);
-    rc = pspawn_context_create(ctx, path, -1);
-    redirect_end(&r);
-    if (o)
-        o->err = read_file(stderr_path);
-    return rc;
-}
-
-/* Puts BEFORE (what the context's creation printed) ahead of O's stderr,
- * where the reason checks look for it. */
-static void prepend_err(struct outcome *o, const char *before)
-{
-    char *s = malloc(strlen(before) + strlen(o->err) + 1);
-
-    if (!s)
-        tap_bail("out of memory");
-    strcpy(s, before);
-    strcat(s, o->err);
-    free(o->err);
-    o->err = s;
-}
-
-/* A context that falls back from its creation: PATH's zygote cannot serve. */
-static void check_refused(const char *name, const char *path, const char *word,
-                          const char *want_out)
-{
-    pspawn_context_t ctx;
-    struct outcome created = { 0 }, o;
-    int rc = create_context(&ctx, path, &created);
-
-    tap_ok(rc == 0, "%s: pspawn_context_create succeeds (rc %d)", name, rc);
-    if (rc != 0) {
-        free(created.err);
-        return;
-    }
-    spawn_task(&ctx, path, "x", &o);
-    prepend_err(&o, created.err);
-    check_ran_once(name, &o, want_out);
-    check_reason(name, &ctx, &o, word);
-    check_exec_for_good(name, &ctx);
-    tap_ok(pspawn_context_zygote_pid(&ctx) == -1, "%s: no zygote (pspawn_context_zygote_pid() %ld)",
-           name, (long)pspawn_context_zygote_pid(&ctx));
-    outcome_free(&o);
-    free(created.err);
-    /* Still exec for a second spawn. */
-    spawn_task(&ctx, path, "again", &o);
-    tap_ok(o.rc == 0 && o.exited0 && o.runs == 1 && o.pid_matches,
-           "%s: a second spawn runs too", name);
-    outcome_free(&o);
-    pspawn_context_destroy(&ctx);
-}
-
 /* ---- the cases ---------------------------------------------------------- */
-
-static void case_static(void)
-{
-    char path[PATH_MAX];
-
-    snprintf(path, sizeof path, "%s/task-static", builddir);
-    check_refused("static binary", path, "static",
-                  "task version=1 rank=- size=- local=- args=x\n");
-}
-
-static void case_setid(mode_t bit, const char *name)
-{
-    char path[PATH_MAX], task[PATH_MAX];
-
-    snprintf(task, sizeof task, "%s/task", builddir);
-    snprintf(path, sizeof path, "%s/%s", tmpdir, bit == S_ISUID ? "setuid" : "setgid");
-    copy_file(task, path, 0755 | bit);
-    check_refused(name, path, "set-user-ID or set-group-ID",
-                  "task version=1 rank=- size=- local=- args=x\n");
-}
-
-static void case_capabilities(void)
-{
-    char path[PATH_MAX], task[PATH_MAX];
-    char *setcap[] = { "setcap", "cap_net_raw+ep", path, NULL };
-    int rc;
-
-    snprintf(task, sizeof task, "%s/task", builddir);
-    snprintf(path, sizeof path, "%s/caps", tmpdir);
-    copy_file(task, path, 0755);
-    rc = run_command(setcap);
-    if (rc != 0) {
-        /* No setcap (libcap2-bin), or a file system without xattrs. */
-        tap_skip(rc < 0 ? "setcap not found" : "setcap failed on this file system",
-                 "file capabilities: falls back to exec");
-        return;
-    }
-    check_refused("file capabilities", path, "capabilities",
-                  "task version=1 rank=- size=- local=- args=x\n");
-}
 
 /* A launcher that gives up a privilege after its zygote started (drops
  * root, its groups, a capability, a capability from its bounding or
@@ -665,43 +307,6 @@ static void case_itimers(void)
     unsetenv("PSPAWN_TEST_TIMERS");
 }
 
-/* The binary is replaced (new inode) or touched (new mtime) after its
- * zygote started: exec would run the file as it is now. */
-static void case_changed(int replace)
-{
-    const char *name = replace ? "binary replaced on disk" : "binary touched on disk";
-    char path[PATH_MAX], task[PATH_MAX], v2[PATH_MAX];
-    pspawn_context_t ctx;
-    struct outcome o;
-
-    snprintf(task, sizeof task, "%s/task", builddir);
-    snprintf(v2, sizeof v2, "%s/task-v2", builddir);
-    snprintf(path, sizeof path, "%s/changing", tmpdir);
-    copy_file(task, path, 0755);
-    if (create_context(&ctx, path, NULL) != 0)
-        tap_bail("%s: pspawn_context_create failed", name);
-    spawn_task(&ctx, path, "before", &o);
-    check_zygote_served(name, &ctx, &o, "task version=1 rank=- size=- local=- args=before\n");
-    outcome_free(&o);
-
-    if (replace) {
-        copy_file(v2, path, 0755);
-    } else {
-        struct timespec times[2] = { { 0, UTIME_OMIT }, { 0, 0 } };
-        clock_gettime(CLOCK_REALTIME, &times[1]);
-        times[1].tv_sec += 10;
-        if (utimensat(AT_FDCWD, path, times, 0) != 0)
-            tap_bail("utimensat %s: %s", path, strerror(errno));
-    }
-    spawn_task(&ctx, path, "after", &o);
-    check_ran_once(name, &o, replace
-                   ? "task version=2 rank=- size=- local=- args=after\n"
-                   : "task version=1 rank=- size=- local=- args=after\n");
-    check_reason(name, &ctx, &o, "changed on disk");
-    outcome_free(&o);
-    pspawn_context_destroy(&ctx);
-}
-
 /* environ plus EXTRA (NULL: none), in a static array. */
 static char **env_with(const char *extra)
 {
@@ -917,31 +522,8 @@ static void case_zygote_gone(int stop)
 
 int main(int argc, char **argv)
 {
-    const char *b = getenv("TESTS_BUILDDIR");
-    char path[PATH_MAX];
-
     (void)argc;
-    /* PSPAWN_DEBUG=1 from the start, however early the library reads it. */
-    if (!getenv("PSPAWN_DEBUG") || strcmp(getenv("PSPAWN_DEBUG"), "1") != 0) {
-        setenv("PSPAWN_DEBUG", "1", 1);
-        execv("/proc/self/exe", argv);
-        tap_bail("re-exec with PSPAWN_DEBUG=1: %s", strerror(errno));
-    }
-    tap_watchdog(120);
-    if (!b)
-        tap_bail("TESTS_BUILDDIR is not set");
-    snprintf(builddir, sizeof builddir, "%s", b);
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/pspawn-fallback.XXXXXX");
-    if (!mkdtemp(tmpdir))
-        tap_bail("mkdtemp: %s", strerror(errno));
-    snprintf(capture_path, sizeof capture_path, "%s/stdout", tmpdir);
-    snprintf(stderr_path, sizeof stderr_path, "%s/stderr", tmpdir);
-    snprintf(append_path, sizeof append_path, "%s/runs", tmpdir);
-
-    case_static();
-    case_setid(S_ISUID, "set-user-ID binary");
-    case_setid(S_ISGID, "set-group-ID binary");
-    case_capabilities();
+    fallback_start(argv);
     case_creds("launcher dropped root", CR_ROOT, "user IDs");
     case_creds("launcher changed its groups", CR_GROUPS, "supplementary groups");
     case_creds("launcher dropped a capability", CR_CAP, "capabilities");
@@ -952,23 +534,10 @@ int main(int argc, char **argv)
     case_refused_at_main("POSIX timer at main", "timers", "posix", "POSIX timers",
                          "real=0,0 prof=0,0 sigprof=0 posix=1\n");
     case_itimers();
-    case_changed(1);
-    case_changed(0);
     case_zygote_gone(0);
     case_zygote_gone(1);
     case_loader_env();
     case_traceme(1);
     case_traceme(0);
-
-    reset_captures();
-    {
-        static const char *const names[] = { "setuid", "setgid", "caps", "changing" };
-        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-            snprintf(path, sizeof path, "%s/%s", tmpdir, names[i]);
-            unlink(path);
-        }
-    }
-    if (rmdir(tmpdir) != 0)
-        tap_diag("rmdir %s: %s", tmpdir, strerror(errno));
-    return tap_done();
+    return fallback_finish();
 }
