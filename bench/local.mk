@@ -1,6 +1,8 @@
 # Launch benchmarks; bench/run builds and runs them.
 noinst_PROGRAMS += bench/spawnbench
-bench_spawnbench_SOURCES = bench/spawnbench.c bench/median.h
+# The driver (options, environments, repeats, output), the schemes, the floor.
+bench_spawnbench_SOURCES = bench/spawnbench.c bench/spawnbench-schemes.c bench/spawnbench-floor.c \
+	bench/spawnbench.h bench/median.h
 bench_spawnbench_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DPSPAWN_FLOOR_LIB_PATH='"$(abs_builddir)/bench/.libs/libpspawn-floor.so"'
 bench_spawnbench_LDADD = libpspawn/libpspawn.la
@@ -35,7 +37,10 @@ EXTRA_DIST += bench/genlibs.py bench/faults.py bench/README.md bench/suite bench
 # Process-in-Process: PiP tasks (pspawn mode=pip) against pthreads and
 # processes, page tables, context switches, spawn (bench/pip runs it).
 noinst_PROGRAMS += bench/pipbench
-bench_pipbench_SOURCES = bench/pipbench.c bench/median.h
+# The driver (options, the PiP probe), the groups of tasks, the measurements;
+# the task's control block comes from bench/pip-task.c, which it includes.
+bench_pipbench_SOURCES = bench/pipbench.c bench/pipbench-groups.c bench/pipbench-measures.c \
+	bench/pipbench.h bench/median.h
 bench_pipbench_CPPFLAGS = $(AM_CPPFLAGS) -DPIP_TASK_PATH='"$(abs_builddir)/bench/pip-task"'
 bench_pipbench_LDADD = libpspawn/libpspawn.la
 bench_pipbench_LDFLAGS = $(AM_LDFLAGS) -no-install -pthread

@@ -49,9 +49,12 @@
  * A task that fails to launch or exits with anything but 0 fails its
  * scheme: a benchmark of launches that do not run the program is no
  * benchmark.
+ *
+ * This file is the driver (options, the tasks' environment, repeats,
+ * output); the schemes are spawnbench-schemes.c's, the floor
+ * spawnbench-floor.c's.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -59,11 +62,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "median.h"
 #include "pspawn.h"
+#include "spawnbench.h"
 
 #ifndef PSPAWN_PROXY_PATH
 #error "build with -DPSPAWN_PROXY_PATH='\"<pkglibdir>/libpspawn-proxy.so\"'"
@@ -71,13 +74,6 @@
 #ifndef PSPAWN_FLOOR_LIB_PATH
 #error "build with -DPSPAWN_FLOOR_LIB_PATH='\"<builddir>/bench/.libs/libpspawn-floor.so\"'"
 #endif
-
-extern char **environ;
-
-enum scheme {
-    S_PSPAWN, S_POSIX_SPAWN, S_FORKEXEC, S_VFORK, S_FLOOR, S_SFORK, S_AFORK,
-    S_PFORK, S_COUNT
-};
 
 static const char *const scheme_names[S_COUNT] = {
     [S_PSPAWN] = "pspawn",
@@ -88,12 +84,6 @@ static const char *const scheme_names[S_COUNT] = {
     [S_SFORK] = "sfork",
     [S_AFORK] = "afork",
     [S_PFORK] = "pfork",
-};
-
-/* What is reported: some schemes give two numbers. */
-enum result {
-    R_PSPAWN, R_PSPAWN_WARM, R_POSIX_SPAWN, R_FORKEXEC, R_VFORK,
-    R_FLOOR, R_FLOOR_WARM, R_SFORK, R_AFORK, R_PFORK, R_COUNT
 };
 
 static const char *const result_names[R_COUNT] = {
@@ -112,475 +102,7 @@ static const char *const result_names[R_COUNT] = {
 /* The proxy's path, read before environ is replaced by the tasks'. */
 static char proxy_buf[PATH_MAX];
 
-/* The zygote's environment: the tasks' plus PSPAWN_PROXY, if we had one. */
-static char **zygote_env;
-
-struct bench {
-    const char *path;   /* the program, resolved */
-    char **argv;        /* argv of every task */
-    int n;
-    pid_t *pids;
-    int quiet;
-};
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int wait_pid(pid_t pid, int *status)
-{
-    while (waitpid(pid, status, 0) < 0) {
-        if (errno != EINTR)
-            return -1;
-    }
-    return 0;
-}
-
-static void describe_status(char *buf, size_t len, int status)
-{
-    if (WIFEXITED(status))
-        snprintf(buf, len, "exit status %d", WEXITSTATUS(status));
-    else if (WIFSIGNALED(status))
-        snprintf(buf, len, "signal %d (%s)", WTERMSIG(status),
-                 strsignal(WTERMSIG(status)));
-    else
-        snprintf(buf, len, "status 0x%x", (unsigned)status);
-}
-
-/* Reap every launched task; returns how many did not exit 0.  Tasks that
- * failed to launch (-1) are skipped: the caller already counted them. */
-static int wait_all(const struct bench *b, const char *scheme)
-{
-    int bad = 0;
-    for (int i = 0; i < b->n; i++) {
-        int status;
-        if (b->pids[i] <= 0)
-            continue;
-        if (wait_pid(b->pids[i], &status) < 0) {
-            fprintf(stderr, "spawnbench: %s: waitpid(%d): %s\n", scheme,
-                    (int)b->pids[i], strerror(errno));
-            bad++;
-            continue;
-        }
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-            if (bad == 0) {
-                char what[64];
-                describe_status(what, sizeof what, status);
-                fprintf(stderr, "spawnbench: %s: task %d ended with %s\n",
-                        scheme, i, what);
-            }
-            bad++;
-        }
-    }
-    return bad;
-}
-
-static int finish(const struct bench *b, const char *scheme, int launch_err,
-                  int launched)
-{
-    int bad = wait_all(b, scheme);
-    if (launch_err) {
-        fprintf(stderr, "spawnbench: %s: %d of %d tasks not launched: %s\n",
-                scheme, b->n - launched, b->n, strerror(launch_err));
-        return -1;
-    }
-    if (bad) {
-        fprintf(stderr, "spawnbench: %s: %d of %d tasks failed\n", scheme,
-                bad, b->n);
-        return -1;
-    }
-    return 0;
-}
-
-static int run_pspawn(const struct bench *b, double *total, double *warm)
-{
-    pspawn_context_t ctx;
-    char **task_env = environ;
-    double t0 = now();
-    environ = zygote_env;
-    int err = pspawn_context_create(&ctx, b->path, -1);
-    environ = task_env;
-    if (err) {
-        fprintf(stderr, "spawnbench: pspawn_context_create(%s): %s\n",
-                b->path, strerror(err));
-        pspawn_context_destroy(&ctx);
-        return -1;
-    }
-    double t1 = now();
-    err = pspawn_n(b->pids, &ctx, b->n, b->argv);
-    int launched = 0;
-    for (int i = 0; i < b->n; i++)
-        launched += b->pids[i] > 0;
-    int rc = finish(b, "pspawn", err, launched);
-    /* Read before destroy: the string belongs to the context.  A run that
-     * fell back to exec measures exec, and must say so. */
-    const char *reason = pspawn_context_reason(&ctx);
-    if (reason || !pspawn_context_uses_zygote(&ctx))
-        fprintf(stderr, "spawnbench: warning: pspawn fell back to exec: %s\n",
-                reason ? reason : "(no reason given)");
-    pspawn_context_destroy(&ctx);
-    double t2 = now();
-    *total = t2 - t0;
-    *warm = t2 - t1;
-    return rc;
-}
-
-static int run_posix_spawn(const struct bench *b, double *total)
-{
-    int first_err = 0, launched = 0;
-    double t0 = now();
-    for (int i = 0; i < b->n; i++) {
-        int err = posix_spawn(&b->pids[i], b->path, NULL, NULL, b->argv,
-                              environ);
-        if (err) {
-            b->pids[i] = -1;
-            if (!first_err)
-                first_err = err;
-        } else {
-            launched++;
-        }
-    }
-    int rc = finish(b, "posix_spawn", first_err, launched);
-    *total = now() - t0;
-    return rc;
-}
-
-/* afork (forkexec): fork + execve N times, then wait for all. */
-static int run_forkexec(const struct bench *b, const char *name, double *total)
-{
-    int first_err = 0, launched = 0;
-    double t0 = now();
-    for (int i = 0; i < b->n; i++) {
-        pid_t pid = fork();
-        if (pid == 0) {
-            execve(b->path, b->argv, environ);
-            _exit(127);
-        }
-        b->pids[i] = pid;
-        if (pid < 0) {
-            if (!first_err)
-                first_err = errno;
-        } else {
-            launched++;
-        }
-    }
-    int rc = finish(b, name, first_err, launched);
-    *total = now() - t0;
-    return rc;
-}
-
-/* sfork: fork + execve, then wait for that task before the next. */
-static int run_sfork(const struct bench *b, double *total)
-{
-    int first_err = 0, launched = 0, bad = 0;
-    double t0 = now();
-    for (int i = 0; i < b->n; i++) {
-        pid_t pid = fork();
-        if (pid == 0) {
-            execve(b->path, b->argv, environ);
-            _exit(127);
-        }
-        b->pids[i] = -1;    /* reaped here: nothing left for finish() */
-        if (pid < 0) {
-            if (!first_err)
-                first_err = errno;
-            continue;
-        }
-        launched++;
-        int status;
-        if (wait_pid(pid, &status) < 0 || !WIFEXITED(status) ||
-            WEXITSTATUS(status) != 0) {
-            if (bad++ == 0) {
-                char what[64];
-                describe_status(what, sizeof what, status);
-                fprintf(stderr, "spawnbench: sfork: task %d ended with %s\n",
-                        i, what);
-            }
-        }
-    }
-    int rc = finish(b, "sfork", first_err, launched);
-    if (bad) {
-        fprintf(stderr, "spawnbench: sfork: %d of %d tasks failed\n", bad, b->n);
-        rc = -1;
-    }
-    *total = now() - t0;
-    return rc;
-}
-
-/* Kept apart so that the caller's locals are not live across vfork(). */
-static pid_t __attribute__((noinline))
-vfork_exec(const char *path, char *const argv[])
-{
-    pid_t pid = vfork();
-    if (pid == 0) {
-        execve(path, argv, environ);
-        _exit(127);
-    }
-    return pid;
-}
-
-static int run_vfork(const struct bench *b, double *total)
-{
-    int first_err = 0, launched = 0;
-    double t0 = now();
-    for (int i = 0; i < b->n; i++) {
-        pid_t pid = vfork_exec(b->path, b->argv);
-        b->pids[i] = pid;
-        if (pid < 0) {
-            if (!first_err)
-                first_err = errno;
-        } else {
-            launched++;
-        }
-    }
-    int rc = finish(b, "vfork", first_err, launched);
-    *total = now() - t0;
-    return rc;
-}
-
-/* The floor's library: $PSPAWN_FLOOR_LIB, else the one built here. */
-static const char *floor_lib_path(void)
-{
-    const char *p = getenv("PSPAWN_FLOOR_LIB");
-    return p && *p ? p : PSPAWN_FLOOR_LIB_PATH;
-}
-
-/* ENV with NAME=VALUE (a full "NAME=VALUE" string) added, or replacing
- * the variable of that name; ENV must have room for one more entry. */
-static void env_put(char **env, char *var)
-{
-    size_t len = strcspn(var, "=") + 1, i = 0;
-    for (; env[i]; i++) {
-        if (strncmp(env[i], var, len) == 0) {
-            env[i] = var;
-            return;
-        }
-    }
-    env[i] = var;
-    env[i + 1] = NULL;
-}
-
-/* pfork: the program once, with SPAWNBENCH_PFORK=N; it forks the other
- * N-1 tasks itself and exits 0 only if all of them did. */
-static int run_pfork(const struct bench *b, double *total)
-{
-    size_t count = 0;
-    while (environ[count])
-        count++;
-    char **envp = calloc(count + 2, sizeof *envp);
-    char var[48];
-    if (!envp) {
-        fprintf(stderr, "spawnbench: pfork: %s\n", strerror(ENOMEM));
-        return -1;
-    }
-    memcpy(envp, environ, count * sizeof *envp);
-    snprintf(var, sizeof var, "SPAWNBENCH_PFORK=%d", b->n);
-    env_put(envp, var);
-
-    double t0 = now();
-    pid_t pid;
-    int status = 0, err = posix_spawn(&pid, b->path, NULL, NULL, b->argv, envp);
-    if (!err && wait_pid(pid, &status) < 0)
-        err = errno;
-    *total = now() - t0;
-    free(envp);
-    if (err) {
-        fprintf(stderr, "spawnbench: pfork: %s: %s\n", b->path, strerror(err));
-        return -1;
-    }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        char what[64];
-        describe_status(what, sizeof what, status);
-        fprintf(stderr, "spawnbench: pfork: %s ended with %s (does it "
-                "support SPAWNBENCH_PFORK?)\n", b->path, what);
-        return -1;
-    }
-    return 0;
-}
-
-
-/* The floor's environment: ours, with the floor preloaded and told to fork
- * N children itself, and LD_BIND_NOW=1 as libpspawn gives its zygote, so
- * that the floor's children start from the same pre-bound state as tasks. */
-struct floor_env {
-    char **envp;
-    char preload[65536];
-    char count[32];
-};
-
-static int floor_env_init(struct floor_env *fe, const char *lib, int n)
-{
-    size_t count = 0;
-    while (environ[count])
-        count++;
-    fe->envp = calloc(count + 4, sizeof *fe->envp);
-    if (!fe->envp)
-        return ENOMEM;
-    size_t k = 0;
-    const char *user_preload = "";
-    for (size_t i = 0; i < count; i++) {
-        if (strncmp(environ[i], "LD_PRELOAD=", 11) == 0)
-            user_preload = environ[i] + 11;
-        else if (strncmp(environ[i], "LD_BIND_NOW=", 12) != 0 &&
-                 strncmp(environ[i], "PSPAWN_FLOOR=", 13) != 0)
-            fe->envp[k++] = environ[i];
-    }
-    /* As libpspawn does for its zygote: the user's preloads first. */
-    int len = snprintf(fe->preload, sizeof fe->preload, "LD_PRELOAD=%s%s%s",
-                       user_preload, *user_preload ? " " : "", lib);
-    if (len < 0 || (size_t)len >= sizeof fe->preload) {
-        free(fe->envp);
-        return ENAMETOOLONG;
-    }
-    snprintf(fe->count, sizeof fe->count, "PSPAWN_FLOOR=%d", n);
-    fe->envp[k++] = fe->preload;
-    fe->envp[k++] = fe->count;
-    fe->envp[k++] = (char *)"LD_BIND_NOW=1";
-    fe->envp[k] = NULL;
-    return 0;
-}
-
-/* Everything the floor run wrote on stderr. */
-static char *read_all(int fd)
-{
-    size_t len = 0, cap = 4096;
-    char *buf = malloc(cap);
-    if (!buf)
-        return NULL;
-    for (;;) {
-        if (cap - len < 1024) {
-            char *bigger = realloc(buf, cap * 2);
-            if (!bigger) {
-                free(buf);
-                return NULL;
-            }
-            buf = bigger;
-            cap *= 2;
-        }
-        ssize_t got = read(fd, buf + len, cap - len - 1);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got <= 0)
-            break;
-        len += (size_t)got;
-    }
-    buf[len] = '\0';
-    return buf;
-}
-
-/* Finds the proxy's report; passes anything else through to our stderr. */
-static int parse_floor(char *out, int n, long long *total_ns)
-{
-    int found = 0;
-    for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
-        int got_n;
-        long long ns;
-        if (sscanf(line, "pspawn-floor: n=%d total_ns=%lld", &got_n, &ns) == 2) {
-            if (got_n != n) {
-                fprintf(stderr, "spawnbench: floor: the proxy forked %d, not %d\n",
-                        got_n, n);
-                return -1;
-            }
-            *total_ns = ns;
-            found = 1;
-        } else {
-            fprintf(stderr, "%s\n", line);
-        }
-    }
-    if (!found)
-        fprintf(stderr, "spawnbench: floor: no 'pspawn-floor:' line on the "
-                "program's stderr (is PSPAWN_FLOOR_LIB the floor's library?)\n");
-    return found ? 0 : -1;
-}
-
-static int run_floor(const struct bench *b, double *total, double *warm)
-{
-    const char *lib = floor_lib_path();
-    if (access(lib, R_OK) != 0) {
-        fprintf(stderr, "spawnbench: floor: %s: %s (set PSPAWN_FLOOR_LIB)\n",
-                lib, strerror(errno));
-        return -1;
-    }
-    struct floor_env fe;
-    int err = floor_env_init(&fe, lib, b->n);
-    if (err) {
-        fprintf(stderr, "spawnbench: floor: %s\n", strerror(err));
-        return -1;
-    }
-    int fds[2];
-    posix_spawn_file_actions_t fa;
-    if (pipe2(fds, O_CLOEXEC) < 0) {
-        fprintf(stderr, "spawnbench: floor: pipe: %s\n", strerror(errno));
-        free(fe.envp);
-        return -1;
-    }
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
-
-    double t0 = now();
-    pid_t pid;
-    err = posix_spawn(&pid, b->path, &fa, NULL, b->argv, fe.envp);
-    close(fds[1]);
-    char *out = err ? NULL : read_all(fds[0]);
-    int status = 0;
-    if (!err && wait_pid(pid, &status) < 0)
-        err = errno;
-    double t1 = now();
-
-    close(fds[0]);
-    posix_spawn_file_actions_destroy(&fa);
-    free(fe.envp);
-    if (err) {
-        fprintf(stderr, "spawnbench: floor: %s: %s\n", b->path, strerror(err));
-        free(out);
-        return -1;
-    }
-    if (!out) {
-        fprintf(stderr, "spawnbench: floor: %s\n", strerror(ENOMEM));
-        return -1;
-    }
-    long long ns = 0;
-    int rc = parse_floor(out, b->n, &ns);
-    free(out);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        char what[64];
-        describe_status(what, sizeof what, status);
-        fprintf(stderr, "spawnbench: floor: %s ended with %s\n", b->path, what);
-        rc = -1;
-    }
-    *total = t1 - t0;
-    *warm = (double)ns * 1e-9;
-    return rc;
-}
-
-/* Runs scheme S once; stores its time(s) in OUT by result. */
-static int run_scheme(const struct bench *b, enum scheme s, double out[R_COUNT])
-{
-    switch (s) {
-    case S_PSPAWN:
-        return run_pspawn(b, &out[R_PSPAWN], &out[R_PSPAWN_WARM]);
-    case S_POSIX_SPAWN:
-        return run_posix_spawn(b, &out[R_POSIX_SPAWN]);
-    case S_FORKEXEC:
-        return run_forkexec(b, "forkexec", &out[R_FORKEXEC]);
-    case S_AFORK:
-        return run_forkexec(b, "afork", &out[R_AFORK]);
-    case S_SFORK:
-        return run_sfork(b, &out[R_SFORK]);
-    case S_PFORK:
-        return run_pfork(b, &out[R_PFORK]);
-    case S_VFORK:
-        return run_vfork(b, &out[R_VFORK]);
-    case S_FLOOR:
-        return run_floor(b, &out[R_FLOOR], &out[R_FLOOR_WARM]);
-    case S_COUNT:
-        break;
-    }
-    return -1;
-}
+char **zygote_env;
 
 static enum result results_of(enum scheme s, int second)
 {
@@ -754,54 +276,58 @@ static char **task_environ(const char *mode, char **extra, int nextra)
     return env;
 }
 
-int main(int argc, char **argv)
-{
-    struct bench b = {.n = 1000};
-    int repeats = 3, nsel = 0, raw = 0, nextra = 0;
-    const char *env_mode = "inherit";
-    char **extra = calloc((size_t)argc, sizeof *extra);
+/* What the command line asks for, besides the program (in struct bench). */
+struct options {
+    int repeats, raw, nextra;
+    const char *env_mode;
+    char **extra;               /* -x NAME=VALUE, NEXTRA of them */
     enum scheme sel[S_COUNT];
+    int nsel;
+};
+
+/* Parses the options into B and O; returns -1 to go on, or the exit
+ * status. */
+static int parse_options(int argc, char **argv, struct bench *b, struct options *o)
+{
     int opt;
 
-    if (!extra)
-        return 1;
     for (int s = 0; s < S_COUNT; s++) {
         if (s != S_FORKEXEC)
-            sel[nsel++] = (enum scheme)s;
+            o->sel[o->nsel++] = (enum scheme)s;
     }
     while ((opt = getopt(argc, argv, "+n:s:r:e:x:Rqh")) != -1) {
         switch (opt) {
         case 'n':
-            if (parse_int(optarg, 1, 10000000, &b.n) < 0) {
+            if (parse_int(optarg, 1, 10000000, &b->n) < 0) {
                 fprintf(stderr, "spawnbench: -n: expected 1..10000000\n");
                 return 2;
             }
             break;
         case 's':
-            if (parse_schemes(optarg, sel, &nsel) < 0)
+            if (parse_schemes(optarg, o->sel, &o->nsel) < 0)
                 return 2;
             break;
         case 'r':
-            if (parse_int(optarg, 1, 1000, &repeats) < 0) {
+            if (parse_int(optarg, 1, 1000, &o->repeats) < 0) {
                 fprintf(stderr, "spawnbench: -r: expected 1..1000\n");
                 return 2;
             }
             break;
         case 'e':
-            env_mode = optarg;
+            o->env_mode = optarg;
             break;
         case 'x':
             if (!strchr(optarg, '=') || optarg[0] == '=') {
                 fprintf(stderr, "spawnbench: -x: expected NAME=VALUE\n");
                 return 2;
             }
-            extra[nextra++] = optarg;
+            o->extra[o->nextra++] = optarg;
             break;
         case 'R':
-            raw = 1;
+            o->raw = 1;
             break;
         case 'q':
-            b.quiet = 1;
+            b->quiet = 1;
             break;
         case 'h':
             usage(stdout);
@@ -815,23 +341,19 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    return -1;
+}
 
-    static char path[PATH_MAX];
-    int err = pspawn_resolve(argv[optind], NULL, path, sizeof path);
-    if (err) {
-        fprintf(stderr, "spawnbench: %s: %s\n", argv[optind], strerror(err));
-        return 1;
-    }
-    b.path = path;
-    b.argv = &argv[optind];
-
-    /* From here on, environ is the tasks' environment: every scheme
-     * passes environ, and libpspawn gives its tasks the caller's. */
+/* From here on, environ is the tasks' environment: every scheme passes
+ * environ, and libpspawn gives its tasks the caller's.  The zygote's is
+ * the same plus PSPAWN_PROXY where we had one.  0, or the exit status. */
+static int set_environments(const struct options *o)
+{
     const char *proxy_env = getenv("PSPAWN_PROXY");
     int have_proxy = proxy_env && *proxy_env;
     snprintf(proxy_buf, sizeof proxy_buf, "%s",
              have_proxy ? proxy_env : PSPAWN_PROXY_PATH);
-    char **task_env = task_environ(env_mode, extra, nextra);
+    char **task_env = task_environ(o->env_mode, o->extra, o->nextra);
     if (!task_env)
         return 2;
     size_t count = 0;
@@ -847,49 +369,50 @@ int main(int argc, char **argv)
         env_put(zygote_env, proxy_var);
     }
     environ = task_env;
+    return 0;
+}
 
-    b.pids = calloc((size_t)b.n, sizeof *b.pids);
-    double *times[R_COUNT];
-    int counts[R_COUNT] = {0};
-    for (int r = 0; r < R_COUNT; r++)
-        times[r] = calloc((size_t)repeats, sizeof *times[r]);
-    for (int r = 0; r < R_COUNT; r++) {
-        if (!times[r] || !b.pids) {
-            fprintf(stderr, "spawnbench: %s\n", strerror(ENOMEM));
-            return 1;
-        }
-    }
-
-    /* One plain run first: it warms the page cache for every scheme alike
-     * and proves that the program exits 0 on its own. */
+/* One plain run first: it warms the page cache for every scheme alike
+ * and proves that the program exits 0 on its own. */
+static int runs_alone(const struct bench *b)
+{
     pid_t pid;
     int status;
-    err = posix_spawn(&pid, b.path, NULL, NULL, b.argv, environ);
+    int err = posix_spawn(&pid, b->path, NULL, NULL, b->argv, environ);
     if (err || wait_pid(pid, &status) < 0) {
-        fprintf(stderr, "spawnbench: %s: %s\n", b.path, strerror(err ? err : errno));
-        return 1;
+        fprintf(stderr, "spawnbench: %s: %s\n", b->path, strerror(err ? err : errno));
+        return 0;
     }
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         char what[64];
         describe_status(what, sizeof what, status);
-        fprintf(stderr, "spawnbench: %s ended with %s on its own\n", b.path, what);
-        return 1;
+        fprintf(stderr, "spawnbench: %s ended with %s on its own\n", b->path, what);
+        return 0;
     }
+    return 1;
+}
 
-    if (raw)
+/* Every selected scheme, REPEATS times, interleaved: the times in
+ * TIMES[result][0..COUNTS[result]), one CSV line each with -R.  Whether
+ * any scheme failed (and was dropped). */
+static int run_repeats(const struct bench *b, const struct options *o,
+                       double *times[R_COUNT], int counts[R_COUNT])
+{
+    int failed[S_COUNT] = {0}, any_failed = 0;
+
+    if (o->raw)
         printf("scheme,n,repeat,total_s,per_task_ms\n");
-    int failed[S_COUNT] = {0};
-    for (int rep = 0; rep < repeats; rep++) {
+    for (int rep = 0; rep < o->repeats; rep++) {
         /* Rotate the order so that no scheme always follows the same one. */
-        for (int k = 0; k < nsel; k++) {
-            enum scheme s = sel[(k + rep) % nsel];
+        for (int k = 0; k < o->nsel; k++) {
+            enum scheme s = o->sel[(k + rep) % o->nsel];
             double out[R_COUNT] = {0};
             if (failed[s])
                 continue;
-            if (run_scheme(&b, s, out) < 0) {
+            if (run_scheme(b, s, out) < 0) {
                 fprintf(stderr, "spawnbench: %s failed; dropped from the results\n",
                         scheme_names[s]);
-                failed[s] = 1;
+                failed[s] = any_failed = 1;
                 continue;
             }
             for (int second = 0; second < 2; second++) {
@@ -897,20 +420,62 @@ int main(int argc, char **argv)
                 if (r == R_COUNT)
                     continue;
                 times[r][counts[r]++] = out[r];
-                if (raw) {
-                    printf("%s,%d,%d,%.6f,%.6f\n", result_names[r], b.n,
-                           rep + 1, out[r], out[r] * 1e3 / b.n);
+                if (o->raw) {
+                    printf("%s,%d,%d,%.6f,%.6f\n", result_names[r], b->n,
+                           rep + 1, out[r], out[r] * 1e3 / b->n);
                     fflush(stdout);
                 }
-                if (!b.quiet)
+                if (!b->quiet)
                     fprintf(stderr, "spawnbench: [%d/%d] %-12s n=%d %9.3f s "
-                            "%10.4f ms/task\n", rep + 1, repeats, result_names[r],
-                            b.n, out[r], out[r] * 1e3 / b.n);
+                            "%10.4f ms/task\n", rep + 1, o->repeats, result_names[r],
+                            b->n, out[r], out[r] * 1e3 / b->n);
             }
         }
     }
+    return any_failed;
+}
 
-    if (!raw) {
+int main(int argc, char **argv)
+{
+    struct bench b = {.n = 1000};
+    struct options o = {.repeats = 3, .env_mode = "inherit"};
+    int rc;
+
+    o.extra = calloc((size_t)argc, sizeof *o.extra);
+    if (!o.extra)
+        return 1;
+    rc = parse_options(argc, argv, &b, &o);
+    if (rc >= 0)
+        return rc;
+
+    static char path[PATH_MAX];
+    int err = pspawn_resolve(argv[optind], NULL, path, sizeof path);
+    if (err) {
+        fprintf(stderr, "spawnbench: %s: %s\n", argv[optind], strerror(err));
+        return 1;
+    }
+    b.path = path;
+    b.argv = &argv[optind];
+    rc = set_environments(&o);
+    if (rc)
+        return rc;
+
+    b.pids = calloc((size_t)b.n, sizeof *b.pids);
+    double *times[R_COUNT];
+    int counts[R_COUNT] = {0};
+    for (int r = 0; r < R_COUNT; r++)
+        times[r] = calloc((size_t)o.repeats, sizeof *times[r]);
+    for (int r = 0; r < R_COUNT; r++) {
+        if (!times[r] || !b.pids) {
+            fprintf(stderr, "spawnbench: %s\n", strerror(ENOMEM));
+            return 1;
+        }
+    }
+    if (!runs_alone(&b))
+        return 1;
+
+    int any_failed = run_repeats(&b, &o, times, counts);
+    if (!o.raw) {
         printf("scheme,n,total_s,per_task_ms\n");
         for (int r = 0; r < R_COUNT; r++) {
             if (!counts[r])
@@ -920,10 +485,6 @@ int main(int argc, char **argv)
         }
     }
     fflush(stdout);
-
-    int any_failed = 0;
-    for (int s = 0; s < S_COUNT; s++)
-        any_failed |= failed[s];
     for (int r = 0; r < R_COUNT; r++)
         free(times[r]);
     free(b.pids);
