@@ -97,6 +97,28 @@ static int pidfd_matches(int pidfd, pid_t pid)
     return got == (long)pid;
 }
 
+/* The reports of the two vector tasks in TEXT, by their argv[1] (vec0,
+ * vec1) whatever order they wrote in; an empty one where none came. */
+static void vector_reports(const char *text, struct report got[2])
+{
+    const char *p = text;
+
+    memset(got, 0, 2 * sizeof *got);
+    for (int nrep = 0; nrep < 2; nrep++) {
+        struct report r;
+        const char *a1;
+        if (!report_parse(&r, &p))
+            break;
+        a1 = report_get(&r, "argv.1");
+        if (a1 && strcmp(a1, "vec0") == 0 && !got[0].n)
+            got[0] = r;
+        else if (a1 && strcmp(a1, "vec1") == 0 && !got[1].n)
+            got[1] = r;
+        else
+            report_free(&r);
+    }
+}
+
 /* pspawn_vector: per-task argv, envp and CPU set over a shared attribute
  * and envp; through the zygote and with PSPAWN_FORCE_EXEC. */
 static void check_vector(pspawn_context_t *ctx, const char *path, int data_fd,
@@ -128,8 +150,7 @@ static void check_vector(pspawn_context_t *ctx, const char *path, int data_fd,
         struct report ref[2], got[2];
         pspawn_task_t tasks[2];
         char *text;
-        const char *p;
-        int rc, nrep = 0, all_ok = 1;
+        int rc, all_ok = 1;
 
         memset(tasks, 0, sizeof tasks);
         tasks[0].argv = argv0;
@@ -162,22 +183,7 @@ static void check_vector(pspawn_context_t *ctx, const char *path, int data_fd,
             if (tasks[i].pidfd >= 0)
                 close(tasks[i].pidfd);
         text = capture_read();
-        p = text;
-        memset(got, 0, sizeof got);
-        while (nrep < 2) {
-            struct report r;
-            const char *a1;
-            if (!report_parse(&r, &p))
-                break;
-            a1 = report_get(&r, "argv.1");
-            if (a1 && strcmp(a1, "vec0") == 0 && !got[0].n)
-                got[0] = r;
-            else if (a1 && strcmp(a1, "vec1") == 0 && !got[1].n)
-                got[1] = r;
-            else
-                report_free(&r);
-            nrep++;
-        }
+        vector_reports(text, got);
         tap_ok(got[0].n && got[1].n, "%s: one report from each task", method);
         for (int i = 0; i < 2; i++) {
             char label[40];
