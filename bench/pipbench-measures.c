@@ -142,6 +142,23 @@ static void counters_open(int fd[NC])
     }
 }
 
+/* Counting from zero. */
+static void counters_start(const int fd[NC])
+{
+    for (int i = 0; i < NC; i++)
+        if (fd[i] >= 0)
+            ioctl(fd[i], PERF_EVENT_IOC_RESET, 0), ioctl(fd[i], PERF_EVENT_IOC_ENABLE, 0);
+}
+
+/* Stopped, and their counts in VAL (0 where there is none). */
+static void counters_stop(const int fd[NC], uint64_t val[NC])
+{
+    for (int i = 0; i < NC; i++)
+        if (fd[i] >= 0 && (ioctl(fd[i], PERF_EVENT_IOC_DISABLE, 0),
+                           read(fd[i], &val[i], sizeof val[i]) != sizeof val[i]))
+            val[i] = 0;
+}
+
 void measure_ctxsw(int rounds, long iters, long bytes)
 {
     struct pipctl *c = make_shared(1, "ctl", PIP_PAGE);
@@ -163,16 +180,11 @@ void measure_ctxsw(int rounds, long iters, long bytes)
             uint64_t val[NC] = {0};
             if ((v == V_PIP && pip_off[0]) || group_ready(&g, c, v, 2, one, thr, "context switches"))
                 continue;
-            for (int i = 0; i < NC; i++)
-                if (fd[i] >= 0)
-                    ioctl(fd[i], PERF_EVENT_IOC_RESET, 0), ioctl(fd[i], PERF_EVENT_IOC_ENABLE, 0);
+            counters_start(fd);
             atomic_store(&c->go, 1);
             pip_wake(&c->go);
             int e = group_wait(&g, &c->done, 2, 60000, "the ping-pong's end", 1);
-            for (int i = 0; i < NC; i++)
-                if (fd[i] >= 0 && (ioctl(fd[i], PERF_EVENT_IOC_DISABLE, 0),
-                                   read(fd[i], &val[i], sizeof val[i]) != sizeof val[i]))
-                    val[i] = 0;
+            counters_stop(fd, val);
             if (group_end(&g, c, e != 0) || e) {
                 report_fail("context switches", &g);
                 continue;
