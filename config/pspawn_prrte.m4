@@ -89,7 +89,7 @@ AC_DEFUN([PSPAWN_CHECK_PRRTE], [
              prrte_why="no prte_config.h, and it could not be made: $prrte_made"])])])])
 
   AS_IF([test -z "$prrte_why" && test -n "$prrte_inc" && test "x$have_hwloc" != xyes],
-        [prrte_why="it needs hwloc (libhwloc-dev)"])
+        [prrte_why="it needs hwloc, and hwloc is not used: $hwloc_why"])
   AS_IF([test -z "$prrte_why" && test -n "$prrte_inc"], [
     AS_IF([test -n "$prrte_gen"], [PRRTE_CPPFLAGS="-I$prrte_gen"])
     PRRTE_CPPFLAGS="$PRRTE_CPPFLAGS -isystem $prrte_inc -isystem $prrte_inc/src/include -isystem $pmix_prefix/include -isystem $pmix_prefix/include/pmix -isystem $pmix_prefix/include/pmix/src/include"

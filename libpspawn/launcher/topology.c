@@ -27,7 +27,19 @@
 
 #if defined(HAVE_HWLOC) && !defined(PSPAWN_TOPOLOGY_HELPER)
 #include <hwloc.h>
+#include <hwloc/glibc-sched.h>
 
+_Static_assert(sizeof(cpu_set_t) == PSPAWN_CPUSET_BYTES, "the wire's CPU masks are cpu_set_t");
+
+/* SET as the wire's CPU mask: a cpu_set_t, as sched_setaffinity takes. */
+static void cpus_out(hwloc_topology_t topo, hwloc_const_cpuset_t set, unsigned char *out)
+{
+    cpu_set_t cs;
+    hwloc_cpuset_to_glibc_sched_affinity(topo, set, &cs, sizeof cs);
+    memcpy(out, &cs, sizeof cs);
+}
+
+/* SET as bytes, bit I in byte I / 8: the wire's NUMA node masks. */
 static void to_bytes(hwloc_const_bitmap_t set, unsigned char *out, size_t bytes)
 {
     memset(out, 0, bytes);
@@ -63,7 +75,7 @@ static int split_cores(hwloc_topology_t topo, hwloc_const_cpuset_t domain, int p
             }
         hwloc_bitmap_and(set, set, domain);
         if (!hwloc_bitmap_iszero(set))
-            to_bytes(set, t->groups[t->ngroups++].cpus, PSPAWN_CPUSET_BYTES);
+            cpus_out(topo, set, t->groups[t->ngroups++].cpus);
     }
     hwloc_bitmap_free(set);
     return 0;
@@ -78,7 +90,7 @@ static void groups_by_type(hwloc_topology_t topo, hwloc_obj_type_t type, struct 
     for (int i = 0; i < n && t->ngroups < cap; i++) {
         hwloc_obj_t o = hwloc_get_obj_by_type(topo, type, i);
         if (o && o->cpuset && !hwloc_bitmap_iszero(o->cpuset))
-            to_bytes(o->cpuset, t->groups[t->ngroups++].cpus, PSPAWN_CPUSET_BYTES);
+            cpus_out(topo, o->cpuset, t->groups[t->ngroups++].cpus);
     }
 }
 
@@ -124,10 +136,9 @@ static void place_groups(hwloc_topology_t topo, struct pspawn_topology *t)
     hwloc_bitmap_t cs = hwloc_bitmap_alloc(), ns = hwloc_bitmap_alloc();
     for (int g = 0; cs && ns && g < t->ngroups; g++) {
         struct pspawn_group *gr = &t->groups[g];
-        hwloc_bitmap_zero(cs);
-        for (int i = 0; i < PSPAWN_CPUSET_BYTES * 8; i++)
-            if (gr->cpus[i / 8] >> (i % 8) & 1)
-                hwloc_bitmap_set(cs, (unsigned)i);
+        cpu_set_t set;
+        memcpy(&set, gr->cpus, sizeof set);
+        hwloc_cpuset_from_glibc_sched_affinity(topo, cs, &set, sizeof set);
         gr->ncpus = hwloc_bitmap_weight(cs);
         hwloc_cpuset_to_nodeset(topo, cs, ns);
         to_bytes(ns, gr->nodes, PSPAWN_NODEMASK_BYTES);
@@ -179,7 +190,7 @@ int pspawn_topology_groups(const struct pspawn_options *o, int whole, struct psp
     const char *how = "";
     switch (err ? -1 : o->fanout) {
     case PSPAWN_FANOUT_NONE:
-        to_bytes(use, t->groups[t->ngroups++].cpus, PSPAWN_CPUSET_BYTES);
+        cpus_out(topo, use, t->groups[t->ngroups++].cpus);
         how = "one zygote";
         break;
     case PSPAWN_FANOUT_NUMA:
@@ -212,7 +223,7 @@ int pspawn_topology_groups(const struct pspawn_options *o, int whole, struct psp
         break;
     }
     if (!err && t->ngroups == 0)
-        to_bytes(use, t->groups[t->ngroups++].cpus, PSPAWN_CPUSET_BYTES);
+        cpus_out(topo, use, t->groups[t->ngroups++].cpus);
     if (!err)
         place_groups(topo, t);
     if (!err) {

@@ -22,9 +22,6 @@ static const char *const subzygote_names[] = {
     [PSPAWN_SUB_FORK] = "fork", [PSPAWN_SUB_EXEC] = "exec",
     [PSPAWN_SUB_REPLICATE] = "replicate", [PSPAWN_SUB_CGROUP] = "cgroup",
 };
-static const char *const word_names[] = {
-    [PSPAWN_WORD_OFF] = "off", [PSPAWN_WORD_ON] = "on", [PSPAWN_WORD_AUTO] = "auto",
-};
 
 void pspawn_options_defaults(struct pspawn_options *o)
 {
@@ -77,24 +74,48 @@ int pspawn_errmsg(char *err, size_t errlen, const char *fmt, ...)
 
 #define N_OF(a) ((int)(sizeof a / sizeof a[0]))
 
-static int parse_item(struct pspawn_options *o, const char *item, size_t len, char *err,
-                      size_t errlen, int *word_given)
+/* What getsubopt(3) tells apart: the keys (KEY=VALUE), then the words. */
+enum item {
+    ITEM_FANOUT, ITEM_SUBZYGOTE, ITEM_START, ITEM_CGROUP, ITEM_PYTHON, ITEM_MODULES,
+    ITEM_PRELOAD, ITEM_REUSE, ITEM_IDLE, ITEM_ZYGOTES, ITEM_MODE,
+    ITEM_OFF, ITEM_ON, ITEM_AUTO,
+};
+static char *const item_names[] = {
+    [ITEM_FANOUT] = "fanout", [ITEM_SUBZYGOTE] = "subzygote", [ITEM_START] = "start",
+    [ITEM_CGROUP] = "cgroup", [ITEM_PYTHON] = "python", [ITEM_MODULES] = "modules",
+    [ITEM_PRELOAD] = "preload", [ITEM_REUSE] = "reuse", [ITEM_IDLE] = "idle",
+    [ITEM_ZYGOTES] = "zygotes", [ITEM_MODE] = "mode",
+    [ITEM_OFF] = "off", [ITEM_ON] = "on", [ITEM_AUTO] = "auto", NULL,
+};
+_Static_assert(PSPAWN_WORD_ON - PSPAWN_WORD_OFF == ITEM_ON - ITEM_OFF &&
+               PSPAWN_WORD_AUTO - PSPAWN_WORD_OFF == ITEM_AUTO - ITEM_OFF,
+               "the words in the order of enum pspawn_word");
+
+/* Item K (an enum item, or -1: none of them) with its value V (after the
+ * '='), as getsubopt found it; ITEM (LEN bytes) is the item as the user
+ * wrote it. */
+static int parse_item(struct pspawn_options *o, int k, const char *v, const char *item, size_t len,
+                      char *err, size_t errlen, int *word_given)
 {
+    /* (V is unspecified where K is -1: POSIX leaves it so.) */
     const char *eq = memchr(item, '=', len);
-    if (!eq) {
-        int w = lookup(item, len, word_names, N_OF(word_names));
-        if (w < 0)
+    if (k < 0 || !eq != (k >= ITEM_OFF)) {
+        if (!eq)
             return pspawn_errmsg(err, errlen, "\"%.*s\": expected on, off, auto or KEY=VALUE "
                                  "(keys: " KEYS ")", (int)len, item);
-        o->word = w;
+        return pspawn_errmsg(err, errlen, "\"%.*s\": unknown key \"%.*s\" (keys: " KEYS ")",
+                             (int)len, item, (int)(eq - item), item);
+    }
+    size_t vlen = eq ? strlen(v) : 0;
+    switch (k) {
+    case ITEM_OFF:
+    case ITEM_ON:
+    case ITEM_AUTO:
+        o->word = PSPAWN_WORD_OFF + (k - ITEM_OFF);
         o->given |= PSPAWN_OPT_WORD;
         *word_given = 1;
-        return 0;
-    }
-    size_t klen = (size_t)(eq - item), vlen = len - klen - 1;
-    const char *v = eq + 1;
-    int k;
-    if (klen == 6 && strncmp(item, "fanout", 6) == 0) {
+        break;
+    case ITEM_FANOUT:
         if ((k = lookup(v, vlen, fanout_names, N_OF(fanout_names))) >= 0) {
             o->fanout = k;
         } else {
@@ -106,48 +127,50 @@ static int parse_item(struct pspawn_options *o, const char *item, size_t len, ch
             o->cores_per_group = n;
         }
         o->given |= PSPAWN_OPT_FANOUT;
-    } else if (klen == 9 && strncmp(item, "subzygote", 9) == 0) {
+        break;
+    case ITEM_SUBZYGOTE:
         if ((k = lookup(v, vlen, subzygote_names, N_OF(subzygote_names))) < 0)
             return pspawn_errmsg(err, errlen, "subzygote=%.*s: expected fork, exec, replicate or cgroup",
                         (int)vlen, v);
         o->subzygote = k;
         o->given |= PSPAWN_OPT_SUBZYGOTE;
-    } else if (klen == 5 && strncmp(item, "start", 5) == 0) {
-        if (vlen == 5 && strncmp(v, "eager", 5) == 0)
+        break;
+    case ITEM_START:
+        if (strcmp(v, "eager") == 0)
             o->lazy = 0;
-        else if (vlen == 4 && strncmp(v, "lazy", 4) == 0)
+        else if (strcmp(v, "lazy") == 0)
             o->lazy = 1;
         else
             return pspawn_errmsg(err, errlen, "start=%.*s: expected eager or lazy", (int)vlen, v);
         o->given |= PSPAWN_OPT_START;
-    } else if (klen == 6 && strncmp(item, "cgroup", 6) == 0) {
+        break;
+    case ITEM_CGROUP:
         if (vlen == 0 || v[0] != '/' || vlen >= sizeof o->cgroup)
             return pspawn_errmsg(err, errlen, "cgroup=%.*s: expected an absolute path (under %zu bytes)",
                         (int)vlen, v, sizeof o->cgroup);
-        memcpy(o->cgroup, v, vlen);
-        o->cgroup[vlen] = 0;
+        memcpy(o->cgroup, v, vlen + 1);
         o->given |= PSPAWN_OPT_CGROUP;
-    } else if (klen == 6 && strncmp(item, "python", 6) == 0) {
-        if (vlen == 4 && strncmp(v, "auto", 4) == 0)
+        break;
+    case ITEM_PYTHON:
+        if (strcmp(v, "auto") == 0)
             o->python = 1;
-        else if (vlen == 3 && strncmp(v, "off", 3) == 0)
+        else if (strcmp(v, "off") == 0)
             o->python = 0;
         else
             return pspawn_errmsg(err, errlen, "python=%.*s: expected auto or off", (int)vlen, v);
         o->given |= PSPAWN_OPT_PYTHON;
-    } else if (klen == 7 && strncmp(item, "preload", 7) == 0) {
-        if (vlen == 3 && strncmp(v, "off", 3) == 0) {
+        break;
+    case ITEM_PRELOAD:
+        if (strcmp(v, "off") == 0)
             o->preload[0] = 0;
-        } else if ((vlen == 4 && strncmp(v, "auto", 4) == 0) ||
-                   (vlen > 1 && v[0] == '/' && vlen < sizeof o->preload)) {
-            memcpy(o->preload, v, vlen);
-            o->preload[vlen] = 0;
-        } else {
+        else if (strcmp(v, "auto") == 0 || (vlen > 1 && v[0] == '/' && vlen < sizeof o->preload))
+            memcpy(o->preload, v, vlen + 1);
+        else
             return pspawn_errmsg(err, errlen, "preload=%.*s: expected off, auto or the absolute "
                                  "path of a list of libraries", (int)vlen, v);
-        }
         o->given |= PSPAWN_OPT_PRELOAD;
-    } else if (klen == 7 && strncmp(item, "modules", 7) == 0) {
+        break;
+    case ITEM_MODULES:
         if (vlen >= sizeof o->modules)
             return pspawn_errmsg(err, errlen, "modules=: longer than %zu bytes",
                                  sizeof o->modules - 1);
@@ -161,34 +184,65 @@ static int parse_item(struct pspawn_options *o, const char *item, size_t len, ch
         }
         o->modules[vlen] = 0;
         o->given |= PSPAWN_OPT_MODULES;
-    } else if (klen == 5 && strncmp(item, "reuse", 5) == 0) {
-        if (vlen == 4 && strncmp(v, "step", 4) == 0)
+        break;
+    case ITEM_REUSE:
+        if (strcmp(v, "step") == 0)
             o->reuse_job = 0;
-        else if (vlen == 3 && strncmp(v, "job", 3) == 0)
+        else if (strcmp(v, "job") == 0)
             o->reuse_job = 1;
         else
             return pspawn_errmsg(err, errlen, "reuse=%.*s: expected step or job", (int)vlen, v);
         o->given |= PSPAWN_OPT_REUSE;
-    } else if (klen == 4 && strncmp(item, "idle", 4) == 0) {
+        break;
+    case ITEM_IDLE:
         if (parse_count(v, vlen, 1, 86400, &o->idle_s) < 0)
             return pspawn_errmsg(err, errlen, "idle=%.*s: expected seconds (1-86400)", (int)vlen, v);
         o->given |= PSPAWN_OPT_IDLE;
-    } else if (klen == 7 && strncmp(item, "zygotes", 7) == 0) {
+        break;
+    case ITEM_ZYGOTES:
         if (parse_count(v, vlen, 1, 64, &o->max_zygotes) < 0)
             return pspawn_errmsg(err, errlen, "zygotes=%.*s: expected a number of zygotes (1-64)",
                                  (int)vlen, v);
         o->given |= PSPAWN_OPT_ZYGOTES;
-    } else if (klen == 4 && strncmp(item, "mode", 4) == 0) {
-        if (vlen == 4 && strncmp(v, "fork", 4) == 0)
+        break;
+    case ITEM_MODE:
+        if (strcmp(v, "fork") == 0)
             o->pip = 0;
-        else if (vlen == 3 && strncmp(v, "pip", 3) == 0)
+        else if (strcmp(v, "pip") == 0)
             o->pip = 1;
         else
             return pspawn_errmsg(err, errlen, "mode=%.*s: expected fork or pip", (int)vlen, v);
         o->given |= PSPAWN_OPT_MODE;
-    } else {
-        return pspawn_errmsg(err, errlen, "\"%.*s\": unknown key \"%.*s\" (keys: " KEYS ")",
-                             (int)len, item, (int)klen, item);
+        break;
+    }
+    return 0;
+}
+
+/* The items of TEXT, split by getsubopt(3) in COPY (its copy, which
+ * getsubopt cuts up); messages quote TEXT, which nothing cuts. */
+static int parse_items(struct pspawn_options *o, const char *text, char *copy, char *err,
+                       size_t errlen)
+{
+    int word_given = 0, key_given = 0;
+    for (char *p = copy; *p;) {
+        if (*p == ',')
+            return pspawn_errmsg(err, errlen, "\"%s\": empty item (items are separated by one comma)",
+                        text);
+        const char *item = text + (p - copy);
+        size_t len = strcspn(item, ",");
+        char *v;
+        int k = getsubopt(&p, item_names, &v);
+        int had = word_given;
+        if (parse_item(o, k, v, item, len, err, errlen, &word_given) < 0)
+            return -1;
+        if (word_given == had)
+            key_given = 1;
+        if (item[len] == ',' && !item[len + 1])
+            return pspawn_errmsg(err, errlen, "\"%s\": ends with a comma", text);
+    }
+    if (key_given && !word_given) {
+        o->word = PSPAWN_WORD_ON;
+        o->given |= PSPAWN_OPT_WORD;
     }
     return 0;
 }
@@ -199,25 +253,13 @@ int pspawn_options_parse(struct pspawn_options *o, const char *text, char *err, 
         err[0] = 0;
     if (!text)
         return 0;
-    int word_given = 0, key_given = 0;
-    for (const char *p = text; *p;) {
-        size_t len = strcspn(p, ",");
-        if (len == 0)
-            return pspawn_errmsg(err, errlen, "\"%s\": empty item (items are separated by one comma)",
-                        text);
-        int had = word_given;
-        if (parse_item(o, p, len, err, errlen, &word_given) < 0)
-            return -1;
-        if (word_given == had)
-            key_given = 1;
-        p += len;
-        if (*p == ',' && !*++p)
-            return pspawn_errmsg(err, errlen, "\"%s\": ends with a comma", text);
-    }
-    if (key_given && !word_given) {
-        o->word = PSPAWN_WORD_ON;
-        o->given |= PSPAWN_OPT_WORD;
-    }
+    char *copy = strdup(text);
+    if (!copy)
+        return pspawn_errmsg(err, errlen, "no memory to parse \"%.64s\"", text);
+    int r = parse_items(o, text, copy, err, errlen);
+    free(copy);
+    if (r < 0)
+        return -1;
     if (o->subzygote == PSPAWN_SUB_CGROUP && !o->cgroup[0])
         return pspawn_errmsg(err, errlen, "subzygote=cgroup needs cgroup=DIR (a cgroup v2 directory)");
     /* PiP tasks share one address space and one loader: one root makes
