@@ -28,7 +28,7 @@
  * which /proc/self/maps confirms, and the task uses that mapping: each
  * address space maps the segment once.
  *
- * bench/pipbench.c includes this file with PIPTASK_SHARED_ONLY defined for
+ * bench/pipbench.h includes this file with PIPTASK_SHARED_ONLY defined for
  * the control block and the helpers.
  */
 #include <errno.h>

@@ -95,7 +95,7 @@ tests_integration_ctor_state_LDFLAGS = $(driver_link_flags)
 check_PROGRAMS += tests/integration/parity-api-state tests/integration/parity-api-attrs tests/integration/parity-api-calls \
 	tests/integration/children tests/integration/fallback-program tests/integration/fallback-state \
 	tests/integration/errors tests/integration/zygote-kill \
-	tests/integration/soak tests/integration/fanout tests/integration/python-fallback
+	tests/integration/soak tests/integration/python-fallback
 
 # API parity, in three programs: the launcher's own state, the attributes,
 # the calls and forms of the program.
@@ -136,6 +136,11 @@ tests_integration_zygote_kill_CFLAGS = $(AM_CFLAGS) -pthread
 tests_integration_zygote_kill_LDADD = libpspawn/libpspawn.la
 tests_integration_zygote_kill_LDFLAGS = $(driver_link_flags) -pthread
 
+# Sub-zygotes for real: only where hwloc makes them.
+if HAVE_HWLOC
+check_PROGRAMS += tests/integration/fanout
+TESTS += tests/integration/fanout
+endif
 tests_integration_fanout_SOURCES = tests/integration/fanout.c tests/fixtures/tap.h tests/fixtures/procs.h
 tests_integration_fanout_LDADD = libpspawn/libpspawn.la
 tests_integration_fanout_LDFLAGS = $(driver_link_flags)
@@ -175,7 +180,6 @@ SH_LOG_COMPILER = $(SHELL)
 # The longest first, so that make -j spreads them.
 TESTS += \
 	tests/integration/zygote-kill \
-	tests/integration/fanout \
 	tests/integration/cli-timeout.sh \
 	tests/integration/standin.sh \
 	tests/integration/soak \
@@ -338,3 +342,9 @@ EXTRA_DIST += tests/integration/pip.sh
 # look up.
 TESTS += tests/unit/exports.sh
 EXTRA_DIST += tests/unit/exports.sh
+
+# How libpspawn's options are split into items (getsubopt), with no zygote.
+check_PROGRAMS += tests/unit/options-items
+TESTS += tests/unit/options-items
+tests_unit_options_items_SOURCES = tests/unit/options-items.c
+tests_unit_options_items_LDADD = libpspawn/libpspawn-wire.la

@@ -357,7 +357,8 @@ fi
 #     the root forwards them to (the root's child); each task is bound from
 #     main on, each stand-in exits with its task's code, and every zygote
 #     exits once the node's tasks are done.
-if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null && [ -x "${PSPAWN_TOPOLOGY:-}" ]; then
+if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null && [ -x "${PSPAWN_TOPOLOGY:-}" ] &&
+   [ "${TESTS_FANOUT:-yes}" = yes ]; then
     # Forked sub-zygotes, the shim's default.  (Exec'd ones are case 12's;
     # stand-ins forwarded to one that is still starting have run by plain
     # exec under load, which this case would report.)
@@ -434,7 +435,7 @@ if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null && [ -x "${PSPAWN_TOPOL
 else
     for t in "fanout=core,subzygote=fork: tasks forked by their CPU's zygote" "root and sub-zygote exit" \
              "sub-zygote killed: the root serves its stand-ins"; do
-        skip "needs two CPUs, taskset and pspawn-topology (hwloc)" "$t"
+        skip "needs two CPUs, taskset, and a build with hwloc" "$t"
     done
 fi
 

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "options.h"
-#include "tap.h"
+#include "../fixtures/tap.h"
 
 static int parses(const char *text, struct pspawn_options *o)
 {
