@@ -21,6 +21,12 @@ noinst_PROGRAMS += bench/fanbench
 bench_fanbench_SOURCES = bench/fanbench.c
 bench_fanbench_LDADD = libpspawn/libpspawn.la
 bench_fanbench_LDFLAGS = $(AM_LDFLAGS) -no-install
+# Tasks/s in wall time, posix_spawn against libpspawn's variants, for a
+# curve over CPU counts on a many-core machine (bench/device-fanout).
+noinst_PROGRAMS += bench/scalebench
+bench_scalebench_SOURCES = bench/scalebench.c
+bench_scalebench_LDADD = libpspawn/libpspawn.la
+bench_scalebench_LDFLAGS = $(AM_LDFLAGS) -no-install
 # The floor: the parked program forking itself, no protocol (bench/floor.c).
 # -rpath makes libtool build it shared; it is never installed.
 noinst_LTLIBRARIES += bench/libpspawn-floor.la
@@ -33,7 +39,8 @@ noinst_PROGRAMS += bench/forkcost
 bench_forkcost_SOURCES = bench/forkcost.c
 bench_forkcost_LDADD = -ldl
 EXTRA_DIST += bench/genlibs.py bench/faults.py bench/README.md bench/suite bench/suite.py bench/intercept.sh \
-	bench/plots.py bench/genpymods.py bench/pywarm.py bench/mpi-phases.py bench/priority
+	bench/plots.py bench/genpymods.py bench/pywarm.py bench/mpi-phases.py bench/priority \
+	bench/device-fanout
 # Process-in-Process: PiP tasks (pspawn mode=pip) against pthreads and
 # processes, page tables, context switches, spawn (bench/pip runs it).
 noinst_PROGRAMS += bench/pipbench
