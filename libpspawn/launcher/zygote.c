@@ -1,8 +1,8 @@
 /*
- * The zygote handle: starting a zygote (exec, then its ready message),
+ * Zygotes as processes: starting one (exec, then its ready message),
  * signalling, reaping and losing it, and the reason a context uses exec.
- * The request pipeline (request.c) and the public calls (context.c) go
- * through these; nothing here calls back into them.
+ * The context (context.c) and its zygote handle are made of these;
+ * nothing here calls back into the context or the launch engine.
  */
 #include "config.h"
 
@@ -502,34 +502,4 @@ void pspawn_zygote_stop(struct pspawn_zygote *z)
         close(z->report_r);
     z->report_r = -1;
     pspawn_fanout_cleanup(z);
-}
-
-int pspawn_zygote_restart(struct pspawn_zygote *z)
-{
-    pspawn_debug(z, "starting a new zygote: a library the last one loaded was replaced on disk");
-    pspawn_zygote_stop(z);
-    z->stale = 0;
-    z->fallback = 0;
-    z->python = 0;
-    z->pip = 0;
-    z->pip_refusal = 0;
-    z->replica_dir[0] = 0;
-    /* Its tasks get the caller's privileges of now (the new zygote's),
-     * which later calls are checked against. */
-    int err = pspawn_creds_get(&z->creds);
-    if (err) {
-        pspawn_fallback(z, 1, "cannot read the caller's credentials: %s", strerror(err));
-        return 0;
-    }
-    err = pspawn_zygote_start(z, z->start_core, z->start_env);
-    if (err) {
-        pspawn_zygote_stop(z);
-        pspawn_fallback(z, 1, "no new zygote: %s", strerror(err));
-    }
-    return err;
-}
-
-uint32_t pspawn_zygote_next_id(struct pspawn_zygote *z)
-{
-    return ++z->next_req;
 }
