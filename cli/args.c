@@ -116,6 +116,57 @@ bad:
     return -1;
 }
 
+/* -n ARG: 0, or -1 (said). */
+static int parse_count(const char *arg, struct cli_options *o)
+{
+    char *end;
+    long n = strtol(arg, &end, 10);
+    if (*end || n < 1 || n > 1000000) {
+        fprintf(stderr, "%s: invalid task count '%s'\n", progname, arg);
+        return -1;
+    }
+    o->n = (int)n;
+    return 0;
+}
+
+/* --bind ARG: 0, or -1 (said). */
+static int parse_bind(const char *arg, struct cli_options *o)
+{
+    if (strcmp(arg, "none") == 0)
+        o->bind_mode = 0;
+    else if (strcmp(arg, "core") == 0)
+        o->bind_mode = 1;
+    else if (parse_cpu_list(arg, &o->bind_list, &o->nbind) == 0)
+        o->bind_mode = 2;
+    else {
+        fprintf(stderr, "%s: invalid --bind '%s' (none, core or a CPU list)\n",
+                progname, arg);
+        return -1;
+    }
+    return 0;
+}
+
+/* What parses alone but not with the rest: 0, or -1 (said). */
+static int check_combined(const struct cli_options *o)
+{
+    /* Items that parse alone may not go together (mode=pip, fanout=core). */
+    char msg[256];
+    if (o->options && pspawn_options_check(o->options, msg, sizeof msg) != 0) {
+        fprintf(stderr, "%s: invalid options '%s': %s\n", progname, o->options, msg);
+        return -1;
+    }
+    /* libpspawn refuses to start a zygote with it: say which and why. */
+    const char *tmo = getenv("PSPAWN_TIMEOUT");
+    int ms;
+    if (tmo && *tmo && pspawn_timeout_parse(tmo, &ms)) {
+        fprintf(stderr, "%s: invalid PSPAWN_TIMEOUT '%s': seconds, more than 0 and at most "
+                "86400\n", progname, tmo);
+        return -1;
+    }
+    return 0;
+}
+
+/* One getopt switch over every option: long, but flat. */
 int cli_parse(int argc, char **argv, struct cli_options *o)
 {
     static const struct option longopts[] = {
@@ -140,27 +191,13 @@ int cli_parse(int argc, char **argv, struct cli_options *o)
     while ((c = getopt_long(argc, argv, "+n:b:e:xlf:o:p:P:t:vhV", longopts, NULL)) != -1) {
         char *end;
         switch (c) {
-        case 'n': {
-            long n = strtol(optarg, &end, 10);
-            if (*end || n < 1 || n > 1000000) {
-                fprintf(stderr, "%s: invalid task count '%s'\n", progname, optarg);
+        case 'n':
+            if (parse_count(optarg, o) != 0)
                 return -2;
-            }
-            o->n = (int)n;
             break;
-        }
         case 'b':
-            if (strcmp(optarg, "none") == 0)
-                o->bind_mode = 0;
-            else if (strcmp(optarg, "core") == 0)
-                o->bind_mode = 1;
-            else if (parse_cpu_list(optarg, &o->bind_list, &o->nbind) == 0)
-                o->bind_mode = 2;
-            else {
-                fprintf(stderr, "%s: invalid --bind '%s' (none, core or a CPU list)\n",
-                        progname, optarg);
+            if (parse_bind(optarg, o) != 0)
                 return -2;
-            }
             break;
         case 'e':
             if (!strchr(optarg, '=') || optarg[0] == '=') {
@@ -210,19 +247,5 @@ int cli_parse(int argc, char **argv, struct cli_options *o)
         usage(stderr);
         return -2;
     }
-    /* Items that parse alone may not go together (mode=pip, fanout=core). */
-    char msg[256];
-    if (o->options && pspawn_options_check(o->options, msg, sizeof msg) != 0) {
-        fprintf(stderr, "%s: invalid options '%s': %s\n", progname, o->options, msg);
-        return -2;
-    }
-    /* libpspawn refuses to start a zygote with it: say which and why. */
-    const char *tmo = getenv("PSPAWN_TIMEOUT");
-    int ms;
-    if (tmo && *tmo && pspawn_timeout_parse(tmo, &ms)) {
-        fprintf(stderr, "%s: invalid PSPAWN_TIMEOUT '%s': seconds, more than 0 and at most "
-                "86400\n", progname, tmo);
-        return -2;
-    }
-    return optind;
+    return check_combined(o) == 0 ? optind : -2;
 }

@@ -222,6 +222,83 @@ static int reap_all(struct task *tasks, int *running)
     return 0;
 }
 
+/* Each rank's argv, environment and CPUs (--bind) in VT, SETS, ENVS.  0 or
+ * ENOMEM. */
+static int prepare_tasks(char **argv, const cpu_set_t *allowed, pspawn_task_t *vt,
+                         cpu_set_t *sets, char ***envs)
+{
+    for (int r = 0; r < opt.n; r++) {
+        envs[r] = task_env(r);
+        if (!envs[r])
+            return ENOMEM;
+        vt[r].argv = argv;
+        vt[r].envp = envs[r];
+        if (cpu_for_rank(r, allowed, &sets[r])) {
+            vt[r].cpuset = &sets[r];
+            vt[r].cpusetsize = sizeof sets[r];
+        }
+    }
+    return 0;
+}
+
+/* Ranks 1... in one vector call, in rank 0's process group PGID, with
+ * ATTR (stdin from /dev/null).  0 or the first error. */
+static int launch_rest(pspawn_context_t *ctx, pspawn_attr_t *attr, pspawn_task_t *vt,
+                       struct task *tasks, pid_t pgid)
+{
+    pspawn_attr_addopen(attr, 0, "/dev/null", O_RDONLY, 0);
+    pspawn_attr_setpgroup(attr, pgid);
+    int err = pspawn_vector(ctx, vt + 1, (size_t)opt.n - 1, attr, NULL);
+    for (int i = 1; i < opt.n; i++) {
+        tasks[i].pid = vt[i].pid;
+        if (vt[i].error && !err)
+            err = vt[i].error;
+    }
+    return err;
+}
+
+/* Rank R alone (rank 0, or every rank with --label or --exec): its own
+ * attributes, its --label pipes in *T.  0 (*PID) or an errno. */
+static int launch_one(pspawn_context_t *ctx, const char *path, char **argv, char **env,
+                      const cpu_set_t *set, int r, pid_t pgid, struct task *t, pid_t *pid)
+{
+    int err;
+    pspawn_attr_t a;
+    pspawn_attr_init(&a);
+    if (r == 0)
+        pspawn_attr_setpgroup(&a, 0);
+    else {
+        pspawn_attr_setpgroup(&a, pgid);
+        pspawn_attr_addopen(&a, 0, "/dev/null", O_RDONLY, 0);
+    }
+    if (set)
+        pspawn_attr_setcpuset(&a, sizeof *set, set);
+    int po[2] = { -1, -1 }, pe[2] = { -1, -1 };
+    if (opt.label) {
+        if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0) {
+            err = errno;
+            pspawn_attr_destroy(&a);
+            return err;
+        }
+        pspawn_attr_adddup2(&a, po[1], 1);
+        pspawn_attr_adddup2(&a, pe[1], 2);
+    }
+    if (opt.force_exec)
+        err = pspawn_exec(pid, path, &a, argv, env);
+    else
+        err = pspawn_ex(pid, ctx, &a, argv, env);
+    pspawn_attr_destroy(&a);
+    if (opt.label) {
+        close(po[1]);
+        close(pe[1]);
+        t->out = po[0];
+        t->err = pe[0];
+        fcntl(po[0], F_SETFL, O_NONBLOCK);
+        fcntl(pe[0], F_SETFL, O_NONBLOCK);
+    }
+    return err;
+}
+
 /* Launch every task; returns 0 or an errno (with the tasks launched so
  * far in tasks[].pid). */
 static int launch(pspawn_context_t *ctx, const char *path, char **argv, struct task *tasks,
@@ -230,122 +307,54 @@ static int launch(pspawn_context_t *ctx, const char *path, char **argv, struct t
     cpu_set_t allowed;
     sched_getaffinity(0, sizeof allowed, &allowed);
     int err = 0;
-    pspawn_attr_t attr0, attr;
-    pspawn_attr_init(&attr0);
+    pspawn_attr_t attr;
     pspawn_attr_init(&attr);
-    pspawn_attr_setpgroup(&attr0, 0);
     int per_task = opt.label || opt.force_exec;
     pspawn_task_t *vt = calloc((size_t)opt.n, sizeof *vt);
     cpu_set_t *sets = calloc((size_t)opt.n, sizeof *sets);
     char ***envs = calloc((size_t)opt.n, sizeof *envs);
-    if (!vt || !sets || !envs) {
+    if (!vt || !sets || !envs)
         err = ENOMEM;
-        goto out;
-    }
-    for (int r = 0; r < opt.n; r++) {
-        envs[r] = task_env(r);
-        if (!envs[r]) {
-            err = ENOMEM;
-            goto out;
-        }
-        vt[r].argv = argv;
-        vt[r].envp = envs[r];
-        if (cpu_for_rank(r, &allowed, &sets[r])) {
-            vt[r].cpuset = &sets[r];
-            vt[r].cpusetsize = sizeof sets[r];
-        }
-    }
+    else
+        err = prepare_tasks(argv, &allowed, vt, sets, envs);
     for (int r = 0; r < opt.n && !err; r++) {
         /* Rank 0 first: its pid is the tasks' process group. */
         if (r > 0 && !per_task) {
-            pspawn_attr_addopen(&attr, 0, "/dev/null", O_RDONLY, 0);
-            pspawn_attr_setpgroup(&attr, *pgid);
-            err = pspawn_vector(ctx, vt + 1, (size_t)opt.n - 1, &attr, NULL);
-            for (int i = 1; i < opt.n; i++) {
-                tasks[i].pid = vt[i].pid;
-                if (vt[i].error && !err)
-                    err = vt[i].error;
-            }
+            err = launch_rest(ctx, &attr, vt, tasks, *pgid);
             break;
         }
-        pspawn_attr_t a;
-        pspawn_attr_init(&a);
-        if (r == 0)
-            pspawn_attr_setpgroup(&a, 0);
-        else {
-            pspawn_attr_setpgroup(&a, *pgid);
-            pspawn_attr_addopen(&a, 0, "/dev/null", O_RDONLY, 0);
-        }
-        if (vt[r].cpuset)
-            pspawn_attr_setcpuset(&a, sizeof sets[r], &sets[r]);
-        int po[2] = { -1, -1 }, pe[2] = { -1, -1 };
-        if (opt.label) {
-            if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0) {
-                err = errno;
-                pspawn_attr_destroy(&a);
-                break;
-            }
-            pspawn_attr_adddup2(&a, po[1], 1);
-            pspawn_attr_adddup2(&a, pe[1], 2);
-        }
         pid_t pid = -1;
-        if (opt.force_exec)
-            err = pspawn_exec(&pid, path, &a, argv, envs[r]);
-        else
-            err = pspawn_ex(&pid, ctx, &a, argv, envs[r]);
-        pspawn_attr_destroy(&a);
-        if (opt.label) {
-            close(po[1]);
-            close(pe[1]);
-            tasks[r].out = po[0];
-            tasks[r].err = pe[0];
-            fcntl(po[0], F_SETFL, O_NONBLOCK);
-            fcntl(pe[0], F_SETFL, O_NONBLOCK);
-        }
+        err = launch_one(ctx, path, argv, envs[r], vt[r].cpuset ? &sets[r] : NULL, r, *pgid,
+                         &tasks[r], &pid);
         if (err)
             break;
         tasks[r].pid = pid;
         if (r == 0)
             *pgid = pid;
     }
-out:
     for (int r = 0; envs && r < opt.n; r++)
         free_task_env(envs[r]);
     free(envs);
     free(sets);
     free(vt);
-    pspawn_attr_destroy(&attr0);
     pspawn_attr_destroy(&attr);
     return err;
 }
 
-int main(int argc, char **argv)
+static void free_options(void)
 {
-    if (argc > 1 && !strcmp(argv[1], "--intercept"))
-        return cli_intercept(argc, argv);
-    int first = cli_parse(argc, argv, &opt);
-    if (first <= 0)
-        return -first;
-    char **targv = argv + first;
-    char path[PATH_MAX];
-    int err = pspawn_resolve(targv[0], NULL, path, sizeof path);
-    if (err) {
-        fprintf(stderr, "%s: %s: %s\n", progname, targv[0], strerror(err));
-        free(opt.extra_env);
-        free(opt.options);
-        free(opt.bind_list);
-        return err == ENOENT ? 127 : 126;
-    }
-    /* Enough fds for two pipes per task with --label. */
-    struct rlimit rl;
-    if (opt.label && getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
+    free(opt.extra_env);
+    free(opt.options);
+    free(opt.bind_list);
+}
 
+/* The signals we pass on to the tasks, and SIGCHLD, wake the loop through
+ * sigpipe_fds.  0, or -1 (said). */
+static int catch_signals(void)
+{
     if (pipe2(sigpipe_fds, O_CLOEXEC | O_NONBLOCK) < 0) {
         perror(progname);
-        return 1;
+        return -1;
     }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -363,71 +372,65 @@ int main(int argc, char **argv)
     }
     sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
     sigaction(SIGCHLD, &sa, NULL);
+    return 0;
+}
 
-    struct task *tasks = calloc((size_t)opt.n, sizeof *tasks);
-    if (!tasks) {
-        perror(progname);
-        return 1;
-    }
-    for (int i = 0; i < opt.n; i++)
-        tasks[i].pid = -1, tasks[i].out = tasks[i].err = -1;
+/* The context for PATH (TARGV its command line).  0 or an errno. */
+static int create_context(pspawn_context_t *ctx, const char *path, char **targv)
+{
+    /* The zygote gets the tasks' environment, --env included, so
+     * that their loader variables are its own. */
+    char **env0 = task_env(0);
+    int err = env0 ? pspawn_context_create_argv(ctx, path, targv, env0, opt.options) : ENOMEM;
+    if (env0)
+        free_task_env(env0);
+    return err;
+}
 
-    double t0 = now_s();
-    pspawn_context_t ctx = { NULL };
-    char reason[600] = "";
-    if (!opt.force_exec) {
-        /* The zygote gets the tasks' environment, --env included, so
-         * that their loader variables are its own. */
-        char **env0 = task_env(0);
-        err = env0 ? pspawn_context_create_argv(&ctx, path, targv, env0, opt.options) : ENOMEM;
-        if (env0)
-            free_task_env(env0);
-        if (err) {
-            fprintf(stderr, "%s: %s: %s\n", progname, targv[0], strerror(err));
-            free(tasks);
-            free(opt.extra_env);
-            free(opt.options);
-            free(opt.bind_list);
-            return err == ENOENT ? 127 : 126;
-        }
-    }
-    pid_t pgid = 0;
-    err = launch(&ctx, path, targv, tasks, &pgid);
-    int used_zygote = !opt.force_exec && pspawn_context_uses_zygote(&ctx);
+/* What the launch went through, for -v and --pip. */
+struct launch_report {
+    int used_zygote;
+    int pip;
+    char reason[600];
+};
+
+/* Say what the launch went through (-v, --pip not given), and destroy
+ * the context: every task is our child, the zygote has nothing left to
+ * do. */
+static void close_context(pspawn_context_t *ctx, const char *path, int err,
+                          struct launch_report *lr)
+{
+    lr->used_zygote = !opt.force_exec && pspawn_context_uses_zygote(ctx);
     if (opt.verbose && !opt.force_exec)
-        print_zygotes(&ctx);
-    if (!opt.force_exec && pspawn_context_reason(&ctx))
-        snprintf(reason, sizeof reason, "%s", pspawn_context_reason(&ctx));
+        print_zygotes(ctx);
+    if (!opt.force_exec && pspawn_context_reason(ctx))
+        snprintf(lr->reason, sizeof lr->reason, "%s", pspawn_context_reason(ctx));
     const char *not_pip = NULL;
-    int pip = !opt.force_exec && pspawn_context_mode(&ctx, &not_pip) == PSPAWN_MODE_PIP;
+    lr->pip = !opt.force_exec && pspawn_context_mode(ctx, &not_pip) == PSPAWN_MODE_PIP;
     /* Asked for, not given: say so (the tasks ran all the same). */
-    if (opt.pip && !pip && !err)
+    if (opt.pip && !lr->pip && !err)
         fprintf(stderr, "%s: --pip: the tasks of %s are not PiP tasks: %s\n", progname, path,
-                not_pip ? not_pip : *reason ? reason : "they were exec'd");
-    /* Every task is our child: the zygote has nothing left to do. */
-    pspawn_context_destroy(&ctx);
-    double t1 = now_s();
+                not_pip ? not_pip : *lr->reason ? lr->reason : "they were exec'd");
+    pspawn_context_destroy(ctx);
+}
 
-    int running = 0;
-    for (int i = 0; i < opt.n; i++)
-        if (tasks[i].pid > 0)
-            running++;
-    if (err) {
-        fprintf(stderr, "%s: %s: %s\n", progname, targv[0], strerror(err));
-        forward(tasks, SIGKILL);
-    } else if (opt.verbose) {
-        fprintf(stderr, "%s: launched %d tasks of %s in %.3f ms via %s%s%s\n", progname, opt.n,
-                path, (t1 - t0) * 1e3, pip ? "PiP" : used_zygote ? "zygote" : "exec",
-                *reason ? ": " : "", reason);
-    }
+/* Read what the signal pipe holds: pass the signals on, reap. */
+static void take_signals(struct task *tasks, int *running)
+{
+    unsigned char sigs[64];
+    ssize_t k;
+    while ((k = read(sigpipe_fds[0], sigs, sizeof sigs)) > 0)
+        for (ssize_t i = 0; i < k; i++)
+            if (sigs[i] != SIGCHLD)
+                forward(tasks, sigs[i]);
+    reap_all(tasks, running);
+}
 
-    /* A terminal stays with the tasks, as it would with a shell's job. */
-    int gave_tty = 0;
-    if (!err && pgid > 0 && isatty(0) && tcgetpgrp(0) == getpgrp()) {
-        signal(SIGTTOU, SIG_IGN);
-        gave_tty = tcsetpgrp(0, pgid) == 0;
-    }
-
+/* Until every task has ended and its --label pipes are drained: pass
+ * signals on, and with --timeout, terminate the tasks (SIGTERM, SIGKILL
+ * 5 s later) once it is over (counted from T1).  1 if it was. */
+static int supervise(struct task *tasks, int running, double t1)
+{
     double deadline = opt.timeout > 0 ? t1 + opt.timeout : 0, kill_at = 0;
     int timed_out = 0;
     struct pollfd *pfd = calloc(2 * (size_t)opt.n + 1, sizeof *pfd);
@@ -465,15 +468,8 @@ int main(int argc, char **argv)
         }
         if (r <= 0)
             continue;
-        if (pfd[0].revents & POLLIN) {
-            unsigned char sigs[64];
-            ssize_t k;
-            while ((k = read(sigpipe_fds[0], sigs, sizeof sigs)) > 0)
-                for (ssize_t i = 0; i < k; i++)
-                    if (sigs[i] != SIGCHLD)
-                        forward(tasks, sigs[i]);
-            reap_all(tasks, &running);
-        }
+        if (pfd[0].revents & POLLIN)
+            take_signals(tasks, &running);
         for (int k = 1; k < np; k++)
             if (pfd[k].revents)
                 for (int i = 0; i < opt.n; i++) {
@@ -483,9 +479,14 @@ int main(int argc, char **argv)
                         drain_fd(&tasks[i], i, 1, 0);
                 }
     }
-    if (gave_tty)
-        tcsetpgrp(0, getpgrp());
+    free(pfd);
+    return timed_out;
+}
 
+/* The highest exit code of the tasks that ended (128 + N: signal N); their
+ * buffers freed. */
+static int worst_exit_code(struct task *tasks)
+{
     int code = 0;
     for (int i = 0; i < opt.n; i++) {
         if (tasks[i].pid > 0 && tasks[i].done) {
@@ -496,11 +497,79 @@ int main(int argc, char **argv)
         free(tasks[i].obuf);
         free(tasks[i].ebuf);
     }
+    return code;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && !strcmp(argv[1], "--intercept"))
+        return cli_intercept(argc, argv);
+    int first = cli_parse(argc, argv, &opt);
+    if (first <= 0)
+        return -first;
+    char **targv = argv + first;
+    char path[PATH_MAX];
+    int err = pspawn_resolve(targv[0], NULL, path, sizeof path);
+    if (err) {
+        fprintf(stderr, "%s: %s: %s\n", progname, targv[0], strerror(err));
+        free_options();
+        return err == ENOENT ? 127 : 126;
+    }
+    /* Enough fds for two pipes per task with --label. */
+    struct rlimit rl;
+    if (opt.label && getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (catch_signals() < 0)
+        return 1;
+    struct task *tasks = calloc((size_t)opt.n, sizeof *tasks);
+    if (!tasks) {
+        perror(progname);
+        return 1;
+    }
+    for (int i = 0; i < opt.n; i++)
+        tasks[i].pid = -1, tasks[i].out = tasks[i].err = -1;
+
+    double t0 = now_s();
+    pspawn_context_t ctx = { NULL };
+    if (!opt.force_exec && (err = create_context(&ctx, path, targv))) {
+        fprintf(stderr, "%s: %s: %s\n", progname, targv[0], strerror(err));
+        free(tasks);
+        free_options();
+        return err == ENOENT ? 127 : 126;
+    }
+    pid_t pgid = 0;
+    err = launch(&ctx, path, targv, tasks, &pgid);
+    struct launch_report lr = { 0, 0, "" };
+    close_context(&ctx, path, err, &lr);
+    double t1 = now_s();
+
+    int running = 0;
+    for (int i = 0; i < opt.n; i++)
+        if (tasks[i].pid > 0)
+            running++;
+    if (err) {
+        fprintf(stderr, "%s: %s: %s\n", progname, targv[0], strerror(err));
+        forward(tasks, SIGKILL);
+    } else if (opt.verbose) {
+        fprintf(stderr, "%s: launched %d tasks of %s in %.3f ms via %s%s%s\n", progname, opt.n,
+                path, (t1 - t0) * 1e3, lr.pip ? "PiP" : lr.used_zygote ? "zygote" : "exec",
+                *lr.reason ? ": " : "", lr.reason);
+    }
+
+    /* A terminal stays with the tasks, as it would with a shell's job. */
+    int gave_tty = 0;
+    if (!err && pgid > 0 && isatty(0) && tcgetpgrp(0) == getpgrp()) {
+        signal(SIGTTOU, SIG_IGN);
+        gave_tty = tcsetpgrp(0, pgid) == 0;
+    }
+    int timed_out = supervise(tasks, running, t1);
+    if (gave_tty)
+        tcsetpgrp(0, getpgrp());
+    int code = worst_exit_code(tasks);
     free(tasks);
-    free(pfd);
-    free(opt.extra_env);
-    free(opt.options);
-    free(opt.bind_list);
+    free_options();
     if (err)
         return err == ENOENT ? 127 : 126;
     if (timed_out)

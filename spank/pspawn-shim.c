@@ -271,18 +271,12 @@ static void set_signals(int relay)
     }
 }
 
-int main(int argc, char **argv)
+/* The task's command line: in place (argv[0] became the shim; the rest
+ * is the task's), or after ours.  NULL (said) when there is none. */
+static char **command_line(int argc, char **argv)
 {
-    debug = pspawn_env_true("PSPAWN_SHIM_DEBUG");
-    take_shim_vars();
     char **targv;
-    starter = argc > 2 && !strcmp(argv[1], "--job-zygote");
-    if (starter) {
-        argv++;
-        argc--;
-    }
     if (shim.argv0) {
-        /* In place: argv[0] became the shim; the rest is the task's. */
         targv = calloc((size_t)argc + 1, sizeof *targv);
         targv[0] = shim.argv0;
         for (int i = 1; i < argc; i++)
@@ -290,14 +284,19 @@ int main(int argc, char **argv)
     } else {
         if (argc < 2) {
             fprintf(stderr, "usage: pspawn-shim PROG [ARGS...] (run by the pspawn SPANK plugin)\n");
-            return 2;
+            return NULL;
         }
         targv = argv + 1;
     }
-    /* Stand-ins' sub-zygotes are forked from the root unless the step
-     * asks otherwise: with exec'd ones, stand-ins the root forwarded while
-     * a sub-zygote was still starting have been seen, under load, to run
-     * by plain exec instead (correct, but the slow path). */
+    return targv;
+}
+
+/* The step's options, with subzygote=fork unless it names one: with exec'd
+ * sub-zygotes, stand-ins the root forwarded while a sub-zygote was still
+ * starting have been seen, under load, to run by plain exec instead
+ * (correct, but the slow path).  NULL: no memory. */
+static char *step_options(void)
+{
     const char *asked = shim.options;
     char *options = NULL;
     if (asked && strstr(asked, "subzygote="))
@@ -305,12 +304,139 @@ int main(int argc, char **argv)
     else if (asprintf(&options, "%s%ssubzygote=fork", asked ? asked : "",
                       asked && *asked ? "," : "") < 0)
         options = NULL;
-    /* signals=auto: only proctrack/cgroup signals the shims alone (and
-     * with SignalChildrenProcesses=yes, the tasks too). */
+    return options;
+}
+
+/* Whether we relay signals to the task.  signals=auto: only
+ * proctrack/cgroup signals the shims alone (and with
+ * SignalChildrenProcesses=yes, the tasks too). */
+static int relay_wanted(void)
+{
     int relay = shim.signals && !strcmp(shim.signals, "yes");
     if (!shim.signals || !strcmp(shim.signals, "auto"))
         relay = shim.proctrack && strstr(shim.proctrack, "cgroup") &&
                 !(shim.signal_children && !strcmp(shim.signal_children, "1"));
+    return relay;
+}
+
+/* The program, inspected; one no zygote can serve is exec'd. */
+static void inspect_or_exec(const char *path, char **targv, struct program *prog)
+{
+    int err = pspawn_program_inspect(prog, path);
+    if (err)
+        exec_plain(path, targv, NULL);
+    if (prog->fallback)
+        exec_plain(path, targv, prog->fallback);
+    if (prog->ninterp)
+        exec_plain(path, targv, "#! script: exec'd as is");
+}
+
+/* Send the task's request on SOCK and wait until it is set up, held
+ * (HOLD); exec where either fails.  Its pid. */
+static pid_t request_task(int sock, const char *path, char **targv, int job, int wait_ms,
+                          struct pspawn_hold *hold)
+{
+    /* A job's zygote is in a session of its own, whose groups a task
+     * cannot join: it leads a group of its own, as task 0 of a plain step
+     * does (a kill(0) of one task reaches no other step's). */
+    int err = pspawn_standin_send(sock, targv, shim.token, sig_pipe, 2, hold,
+                                  REQ_HOLD | (job ? REQ_SETPGROUP : 0), 0);
+    if (err) {
+        char why[160];
+        if (err == EMFILE)
+            snprintf(why, sizeof why, "more inherited fds than a request passes (%d with 0-2): "
+                     "none is left out", PSPAWN_FD_MAX);
+        else
+            snprintf(why, sizeof why, "the request was not sent: %s", strerror(err));
+        exec_plain(path, targv, why);
+    }
+    const char *refused;
+    int setup;
+    pid_t task = pspawn_standin_started(sock, wait_ms, &setup, &refused);
+    /* Set up before it is moved or released: held, it runs nothing of its
+     * program until then. */
+    if (task > 0 && setup >= 0 && pspawn_standin_setup_done(setup, task, &refused) < 0)
+        task = -1;
+    if (task < 0) {
+        pspawn_standin_go(hold, 0);
+        close(sock);
+        exec_plain(path, targv, refused);
+    }
+    return task;
+}
+
+/* Into the step's cgroups (the mover), where it asks for that. */
+static void move_task(int sock, const char *path, char **targv, pid_t task, int wait_ms,
+                      struct pspawn_hold *hold)
+{
+    int err;
+    if (!shim.mover || !(err = shim_move_task(shim.mover, task, shim.token, wait_ms)))
+        return;
+    /* Not the step's any more: the zygote died since it replied, and
+     * the held task is init's.  Cancel it and exec, in our cgroups. */
+    if (err == ESRCH && zygote_gone(sock)) {
+        pspawn_standin_go(hold, 0);
+        close(sock);
+        exec_plain(path, targv, "zygote lost before its task was moved");
+    }
+    say("task %d stays in the zygote's cgroups: mover: %s", (int)task, strerror(err));
+}
+
+/* Release the held task, our signal dispositions set before it runs: a
+ * signal that comes meanwhile waits, blocked, and is then relayed (or
+ * ignored). */
+static void release_task(pid_t task, int relay, struct pspawn_hold *hold)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, &old);
+    set_signals(relay);
+    pspawn_standin_go(hold, 1);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    say("task %d forked by the zygote (relay signals: %s)", (int)task, relay ? "yes" : "no");
+}
+
+/* Wait for the task's end on SOCK (or, the zygote lost, its pidfd),
+ * relaying signals meanwhile, wait for our zygote ZPID (if ours), and exit
+ * as the task did. */
+static void __attribute__((noreturn)) wait_and_exit_like(int sock, pid_t task, int task_pidfd,
+                                                         pid_t zpid, int fail_fd, int wait_ms)
+{
+    struct relay_target relayed = { task, task_pidfd };
+    struct pspawn_standin_signals relay_from = { sig_pipe[0], relay_signals, &relayed };
+    /* PSPAWN_TIMEOUT (10 s by default) for the zygote's word after the end. */
+    int status = pspawn_standin_task_status(sock, task, task_pidfd, wait_ms / 3, &relay_from);
+    close(sock);
+    if (zpid > 0)
+        wait_zygote(zpid, wait_ms);
+    if (fail_fd >= 0)
+        close(fail_fd);
+    if (status == -1 && task_pidfd >= 0) {
+        say("lost the zygote: waiting for task %d through its pidfd", (int)task);
+        status = pspawn_standin_orphan_status(task, task_pidfd, &relay_from);
+    }
+    if (status == -1) {
+        fprintf(stderr, "pspawn-shim: lost the zygote before task %d ended: its exit status "
+                "is unknown (Linux 6.15 or later keeps it)\n", (int)task);
+        _exit(1);
+    }
+    pspawn_standin_exit_like(status);
+}
+
+int main(int argc, char **argv)
+{
+    debug = pspawn_env_true("PSPAWN_SHIM_DEBUG");
+    take_shim_vars();
+    starter = argc > 2 && !strcmp(argv[1], "--job-zygote");
+    if (starter) {
+        argv++;
+        argc--;
+    }
+    char **targv = command_line(argc, argv);
+    if (!targv)
+        return 2;
+    char *options = step_options();
+    int relay = relay_wanted();
 
     char path[PATH_MAX];
     targv[0] = slurm_build_path(targv[0]);
@@ -319,13 +445,7 @@ int main(int argc, char **argv)
         exec_plain(path, targv, "no step key or token");
     say("%s for %s", starter ? "starter of the job's zygote" : "stand-in", path);
     struct program prog;
-    int err = pspawn_program_inspect(&prog, path);
-    if (err)
-        exec_plain(path, targv, NULL);
-    if (prog.fallback)
-        exec_plain(path, targv, prog.fallback);
-    if (prog.ninterp)
-        exec_plain(path, targv, "#! script: exec'd as is");
+    inspect_or_exec(path, targv, &prog);
 
     struct pspawn_standin_client client = {
         .path = path, .key = shim.key, .token = shim.token, .local_tasks = shim.tasks,
@@ -353,70 +473,10 @@ int main(int argc, char **argv)
      * have its pid: if the zygote dies before telling us, we cancel it
      * and exec instead, and no task runs twice. */
     struct pspawn_hold hold = { .held = 0 };
-    /* A job's zygote is in a session of its own, whose groups a task
-     * cannot join: it leads a group of its own, as task 0 of a plain step
-     * does (a kill(0) of one task reaches no other step's). */
-    if ((err = pspawn_standin_send(sock, targv, shim.token, sig_pipe, 2, &hold,
-                                   REQ_HOLD | (client.job ? REQ_SETPGROUP : 0), 0))) {
-        char why[160];
-        if (err == EMFILE)
-            snprintf(why, sizeof why, "more inherited fds than a request passes (%d with 0-2): "
-                     "none is left out", PSPAWN_FD_MAX);
-        else
-            snprintf(why, sizeof why, "the request was not sent: %s", strerror(err));
-        exec_plain(path, targv, why);
-    }
-    const char *refused;
-    int setup;
-    pid_t task = pspawn_standin_started(sock, wait_ms, &setup, &refused);
-    /* Set up before it is moved or released: held, it runs nothing of its
-     * program until then. */
-    if (task > 0 && setup >= 0 && pspawn_standin_setup_done(setup, task, &refused) < 0)
-        task = -1;
-    if (task < 0) {
-        pspawn_standin_go(&hold, 0);
-        close(sock);
-        exec_plain(path, targv, refused);
-    }
-    if (shim.mover && (err = shim_move_task(shim.mover, task, shim.token, wait_ms))) {
-        /* Not the step's any more: the zygote died since it replied, and
-         * the held task is init's.  Cancel it and exec, in our cgroups. */
-        if (err == ESRCH && zygote_gone(sock)) {
-            pspawn_standin_go(&hold, 0);
-            close(sock);
-            exec_plain(path, targv, "zygote lost before its task was moved");
-        }
-        say("task %d stays in the zygote's cgroups: mover: %s", (int)task, strerror(err));
-    }
+    pid_t task = request_task(sock, path, targv, client.job, wait_ms, &hold);
+    move_task(sock, path, targv, task, wait_ms, &hold);
     /* Held, the task cannot have exited: this pidfd is its own. */
     int task_pidfd = (int)syscall(SYS_pidfd_open, task, 0);
-    /* Our signal dispositions before the task runs: a signal that comes
-     * meanwhile waits, blocked, and is then relayed (or ignored). */
-    sigset_t all, old;
-    sigfillset(&all);
-    sigprocmask(SIG_BLOCK, &all, &old);
-    set_signals(relay);
-    pspawn_standin_go(&hold, 1);
-    sigprocmask(SIG_SETMASK, &old, NULL);
-    say("task %d forked by the zygote (relay signals: %s)", (int)task, relay ? "yes" : "no");
-
-    struct relay_target relayed = { task, task_pidfd };
-    struct pspawn_standin_signals relay_from = { sig_pipe[0], relay_signals, &relayed };
-    /* PSPAWN_TIMEOUT (10 s by default) for the zygote's word after the end. */
-    int status = pspawn_standin_task_status(sock, task, task_pidfd, wait_ms / 3, &relay_from);
-    close(sock);
-    if (zpid > 0)
-        wait_zygote(zpid, wait_ms);
-    if (fail_fd >= 0)
-        close(fail_fd);
-    if (status == -1 && task_pidfd >= 0) {
-        say("lost the zygote: waiting for task %d through its pidfd", (int)task);
-        status = pspawn_standin_orphan_status(task, task_pidfd, &relay_from);
-    }
-    if (status == -1) {
-        fprintf(stderr, "pspawn-shim: lost the zygote before task %d ended: its exit status "
-                "is unknown (Linux 6.15 or later keeps it)\n", (int)task);
-        _exit(1);
-    }
-    pspawn_standin_exit_like(status);
+    release_task(task, relay, &hold);
+    wait_and_exit_like(sock, task, task_pidfd, zpid, fail_fd, wait_ms);
 }

@@ -197,15 +197,10 @@ static long idle_ms(void)
     return (long)(s * 1000);
 }
 
-int main(int argc, char **argv)
+/* Join the interception scope (else exec), take our name and the spawn
+ * site's priority, and count ourselves a stand-in.  The scope. */
+static const char *enter_scope(const char *path, char **argv)
 {
-    const char *dbg = getenv("PSPAWN_DEBUG");
-    debug = dbg && *dbg && strcmp(dbg, "0") != 0;
-    char *path = take_var(ROUTE_ENV_EXEC);
-    if (!path || argc < 1 || !argv[0]) {
-        fprintf(stderr, "pspawn-standin: started by libpspawn-intercept.so, not by hand\n");
-        return 127;
-    }
     /* The name exec would have given us (our comm), for ps and top. */
     const char *base = strrchr(path, '/');
     prctl(PR_SET_NAME, base ? base + 1 : path, 0, 0, 0);
@@ -223,13 +218,92 @@ int main(int argc, char **argv)
         free(verdict);
     }
     route_standin_add(getpid());
-    struct program prog;
-    if (pspawn_program_inspect(&prog, path) != 0)
+    return scope;
+}
+
+/* The program, inspected; one no zygote can serve is exec'd. */
+static void inspect_or_exec(const char *path, char **argv, struct program *prog)
+{
+    if (pspawn_program_inspect(prog, path) != 0)
         exec_plain(path, argv, "the program cannot be inspected");
-    if (prog.fallback || prog.ninterp) {
+    if (prog->fallback || prog->ninterp) {
         refuse_program(path, ROUTE_NO);
-        exec_plain(path, argv, prog.fallback ? prog.fallback : "#! script: exec'd as is");
+        exec_plain(path, argv, prog->fallback ? prog->fallback : "#! script: exec'd as is");
     }
+}
+
+/* Send our task's request on SOCK (held, bound to us, in our process
+ * group or, NEW_SESSION, a session of its own), check the zygote's hello,
+ * and wait for its pid (*SETUP: its setup pipe); exec where any fails. */
+static pid_t request_task(int sock, const char *path, char **argv, const char *scope,
+                          const struct pspawn_standin_client *client, int new_session,
+                          int wait_ms, struct pspawn_hold *hold, int *setup)
+{
+    /* The task joins our process group, as it would be after exec (the
+     * zygote shares our session: our session is in its name), or leads a
+     * session of its own as we do; it dies with us if we are killed. */
+    int err = pspawn_standin_send(sock, argv, scope, NULL, 0, hold,
+                                  REQ_HOLD | REQ_STANDIN_BOUND |
+                                  (new_session ? REQ_SETSID : REQ_SETPGROUP), getpgrp());
+    if (err) {
+        char why[160];
+        snprintf(why, sizeof why, err == EMFILE ? "more inherited fds than a request passes"
+                 : "the request was not sent: %s", strerror(err));
+        exec_plain(path, argv, why);
+    }
+    /* The zygote's hello, read after the request (pspawn_standin_connect
+     * left it): a zygote that is not ours for this task has its task
+     * cancelled before it ran. */
+    char why[256];
+    if (pspawn_standin_hello(client, sock, why, sizeof why) != 0) {
+        pspawn_standin_go(hold, 0);
+        close(sock);
+        exec_plain(path, argv, why);
+    }
+    const char *refused;
+    pid_t task = pspawn_standin_started(sock, wait_ms, setup, &refused);
+    if (task < 0) {
+        pspawn_standin_go(hold, 0);
+        close(sock);
+        exec_plain(path, argv, refused);
+    }
+    return task;
+}
+
+/* Wait for the task's end on SOCK (or, the zygote lost, its pidfd),
+ * relaying signals meanwhile, and exit as it did. */
+static void __attribute__((noreturn)) wait_and_exit_like(int sock, struct signals *sigs,
+                                                         int wait_ms)
+{
+    pid_t task = sigs->task;
+    struct pspawn_standin_signals from = { sigs->fd, take_signals, sigs };
+    int status = pspawn_standin_task_status(sock, task, sigs->task_pidfd, wait_ms / 3, &from);
+    close(sock);
+    if (status == -1 && sigs->task_pidfd >= 0) {
+        say("lost the zygote: waiting for task %d through its pidfd", (int)task);
+        status = pspawn_standin_orphan_status(task, sigs->task_pidfd, &from);
+    }
+    route_standin_remove(getpid());
+    if (status == -1) {
+        fprintf(stderr, "pspawn-standin: lost the zygote before task %d ended: its exit "
+                "status is unknown (Linux 6.15 or later keeps it)\n", (int)task);
+        _exit(1);
+    }
+    pspawn_standin_exit_like(status);
+}
+
+int main(int argc, char **argv)
+{
+    const char *dbg = getenv("PSPAWN_DEBUG");
+    debug = dbg && *dbg && strcmp(dbg, "0") != 0;
+    char *path = take_var(ROUTE_ENV_EXEC);
+    if (!path || argc < 1 || !argv[0]) {
+        fprintf(stderr, "pspawn-standin: started by libpspawn-intercept.so, not by hand\n");
+        return 127;
+    }
+    const char *scope = enter_scope(path, argv);
+    struct program prog;
+    inspect_or_exec(path, argv, &prog);
     const char *options = getenv("PSPAWN_OPTIONS");
     /* A launcher's child that leads a session of its own (setsid, as
      * mpiexec.hydra's ranks): so does its task, in a session of its own. */
@@ -250,36 +324,10 @@ int main(int argc, char **argv)
     int wait_ms = pspawn_standin_wait_ms();
     struct timeval snd = { wait_ms / 1000, (wait_ms % 1000) * 1000 };
     setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &snd, sizeof snd);
-    /* The task joins our process group, as it would be after exec (the
-     * zygote shares our session: our session is in its name), or leads a
-     * session of its own as we do; it dies with us if we are killed. */
     struct pspawn_hold hold = { .held = 0 };
-    int err = pspawn_standin_send(sock, argv, scope, NULL, 0, &hold,
-                                  REQ_HOLD | REQ_STANDIN_BOUND |
-                                  (new_session ? REQ_SETSID : REQ_SETPGROUP), getpgrp());
-    if (err) {
-        char why[160];
-        snprintf(why, sizeof why, err == EMFILE ? "more inherited fds than a request passes"
-                 : "the request was not sent: %s", strerror(err));
-        exec_plain(path, argv, why);
-    }
-    /* The zygote's hello, read after the request (pspawn_standin_connect
-     * left it): a zygote that is not ours for this task has its task
-     * cancelled before it ran. */
-    char why[256];
-    if (pspawn_standin_hello(&client, sock, why, sizeof why) != 0) {
-        pspawn_standin_go(&hold, 0);
-        close(sock);
-        exec_plain(path, argv, why);
-    }
-    const char *refused;
     int setup;
-    pid_t task = pspawn_standin_started(sock, wait_ms, &setup, &refused);
-    if (task < 0) {
-        pspawn_standin_go(&hold, 0);
-        close(sock);
-        exec_plain(path, argv, refused);
-    }
+    pid_t task = request_task(sock, path, argv, scope, &client, new_session, wait_ms, &hold,
+                              &setup);
     /* Held, the task cannot have exited: this pidfd is its own.  It is
      * released at once, before its setup is through (it runs its program
      * only once that has succeeded): it need not wait for us to be
@@ -291,6 +339,7 @@ int main(int argc, char **argv)
     sigprocmask(SIG_BLOCK, &sigs.set, &mask);
     sigs.fd = signalfd(-1, &sigs.set, SFD_CLOEXEC | SFD_NONBLOCK);
     pspawn_standin_go(&hold, 1);
+    const char *refused;
     if (setup >= 0 && pspawn_standin_setup_done(setup, task, &refused) < 0) {
         /* It exits without having run its program (or was killed, stuck). */
         close(sock);
@@ -298,18 +347,5 @@ int main(int argc, char **argv)
         exec_plain(path, argv, refused);
     }
     say("task %d (%s) forked by the zygote", (int)task, path);
-    struct pspawn_standin_signals from = { sigs.fd, take_signals, &sigs };
-    int status = pspawn_standin_task_status(sock, task, sigs.task_pidfd, wait_ms / 3, &from);
-    close(sock);
-    if (status == -1 && sigs.task_pidfd >= 0) {
-        say("lost the zygote: waiting for task %d through its pidfd", (int)task);
-        status = pspawn_standin_orphan_status(task, sigs.task_pidfd, &from);
-    }
-    route_standin_remove(getpid());
-    if (status == -1) {
-        fprintf(stderr, "pspawn-standin: lost the zygote before task %d ended: its exit "
-                "status is unknown (Linux 6.15 or later keeps it)\n", (int)task);
-        _exit(1);
-    }
-    pspawn_standin_exit_like(status);
+    wait_and_exit_like(sock, &sigs, wait_ms);
 }

@@ -271,15 +271,9 @@ static int add_dup2(struct call *c, int src, int target)
     return 0;
 }
 
-int pspawn_call_init(struct call *c, const pspawn_attr_t *attrp, char *const envp[])
+/* The signal mask, defaults and dispositions the tasks start from. */
+static void call_signals(struct call *c, const struct pspawn_attr_impl *a)
 {
-    const struct pspawn_attr_impl *a = attrp ? attrp->impl : NULL;
-    memset(c, 0, offsetof(struct call, actions));
-    c->nactions = c->nfds = 0;
-    c->attr = a;
-    c->user_flags = a ? a->flags : 0;
-    c->envp = envp ? envp : environ;
-
     sigset_t cur;
     pthread_sigmask(SIG_BLOCK, NULL, &cur);
     c->sigmask = pspawn_sigset_to_u64(a && (a->set & ATTR_SIGMASK) ? &a->sigmask : &cur);
@@ -295,9 +289,11 @@ int pspawn_call_init(struct call *c, const pspawn_attr_t *attrp, char *const env
             c->handled |= bit;
     }
     c->ignored &= ~c->sigdef;
-    if (a && a->pid_hook)
-        c->flags |= REQ_LAUNCHER_GO;
+}
 
+/* Working directory, umask, session or process group, scheduling. */
+static void call_placement(struct call *c, const struct pspawn_attr_impl *a)
+{
     if (a && (a->set & ATTR_CWD)) {
         snprintf(c->cwd, sizeof c->cwd, "%s", a->cwd);
         c->flags |= REQ_CWD;
@@ -323,9 +319,14 @@ int pspawn_call_init(struct call *c, const pspawn_attr_t *attrp, char *const env
         c->sched_priority = sp.sched_priority;
         c->flags |= REQ_SCHED;
     }
-    /* So do its NUMA memory policy, no_new_privs and the attributes that
-     * fork and exec both keep (personality...); and a zygote must not serve
-     * a caller that has since put itself under seccomp filters. */
+}
+
+/* Exec keeps the caller's NUMA memory policy, no_new_privs and the
+ * attributes that fork and exec both keep (personality...), and its CPU
+ * affinity and resource limits; and a zygote must not serve a caller that
+ * has since put itself under seccomp filters. */
+static void call_process_state(struct call *c, const struct pspawn_attr_impl *a)
+{
     if (a && (a->set & ATTR_MEMPOLICY)) {
         c->mempolicy = a->mempolicy;
         memcpy(c->nodemask, a->nodemask, sizeof c->nodemask);
@@ -353,8 +354,12 @@ int pspawn_call_init(struct call *c, const pspawn_attr_t *attrp, char *const env
             for (int j = 0; j < c->nrlimits; j++)
                 if (c->rlimits[j].resource == a->rlimits[i].resource)
                     c->rlimits[j] = a->rlimits[i];
+}
 
-    /* Fds: the caller's 0-2 (where open), then the actions in order. */
+/* Fds: the caller's 0-2 (where open), then the actions in order.  0 or
+ * an errno (EBADF: a source fd is not open). */
+static int call_fds(struct call *c, const struct pspawn_attr_impl *a)
+{
     for (int fd = 0; fd <= 2; fd++)
         if (fcntl(fd, F_GETFD) >= 0)
             add_dup2(c, fd, fd);
@@ -378,4 +383,20 @@ int pspawn_call_init(struct call *c, const pspawn_attr_t *attrp, char *const env
             return err;
     }
     return 0;
+}
+
+int pspawn_call_init(struct call *c, const pspawn_attr_t *attrp, char *const envp[])
+{
+    const struct pspawn_attr_impl *a = attrp ? attrp->impl : NULL;
+    memset(c, 0, offsetof(struct call, actions));
+    c->nactions = c->nfds = 0;
+    c->attr = a;
+    c->user_flags = a ? a->flags : 0;
+    c->envp = envp ? envp : environ;
+    call_signals(c, a);
+    if (a && a->pid_hook)
+        c->flags |= REQ_LAUNCHER_GO;
+    call_placement(c, a);
+    call_process_state(c, a);
+    return call_fds(c, a);
 }

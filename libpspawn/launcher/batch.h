@@ -14,6 +14,8 @@
  *
  * Tasks are numbered across the engine's life (one submit after another);
  * each belongs to the call (struct batch_call) it was submitted with.
+ * The engine reads the context's zygote state (B->z) and changes it only
+ * through the zygote handle (internal.h); it never calls the context.
  */
 #ifndef PSPAWN_BATCH_H
 #define PSPAWN_BATCH_H

@@ -45,42 +45,38 @@ static size_t round8(size_t n)
     return (n + 7) & ~(size_t)7;
 }
 
-int pspawn_encode_request(struct encoded_request *r, const struct call *c,
-                          const struct encode_task *t, int k, pid_t pgroup, const char *token)
+/* Where each part of a request goes in its memfd. */
+struct request_layout {
+    size_t size, cwd_off, rl_off, act_off, task_off;
+};
+
+static void request_layout(const struct call *c, const struct encode_task *t, int k,
+                           struct request_layout *l)
 {
     size_t size = sizeof(struct wire_request);
-    size_t cwd_off = size;
+    l->cwd_off = size;
     size = round8(size + strlen(c->cwd) + 1);
-    size_t rl_off = size;
+    l->rl_off = size;
     size += c->nrlimits * sizeof(struct wire_rlimit);
-    size_t act_off = size;
+    l->act_off = size;
     size += c->nactions * sizeof(struct wire_action);
     for (int i = 0; i < c->nactions; i++)
         if (c->actions[i].kind == FA_OPEN)
             size += strlen(c->actions[i].path) + 1;
     size = round8(size);
-    size_t task_off = size;
+    l->task_off = size;
     size += k * sizeof(struct wire_task);
     for (int j = 0; j < k; j++) {
         uint32_t cnt;
         size += strv_bytes(t[j].argv, &cnt) + strv_bytes(t[j].envp, &cnt);
     }
-    if (size > UINT32_MAX)
-        return E2BIG;
+    l->size = size;
+}
 
-    int fd, gofd;
-    char *base = pspawn_memfd_create("pspawn-request", size, &fd);
-    if (!base)
-        return errno;
-    struct wire_go *go = pspawn_memfd_create("pspawn-go", sizeof *go, &gofd);
-    if (!go) {
-        int e = errno;
-        munmap(base, size);
-        close(fd);
-        return e;
-    }
-    struct wire_request *w = (struct wire_request *)base;
-    w->ntasks = (uint32_t)k;
+/* The call's state every task of the request starts from. */
+static void put_call_state(struct wire_request *w, const struct call *c, pid_t pgroup,
+                           const char *token)
+{
     w->flags = c->flags;
     w->umask = c->umask;
     w->pgroup = c->pgroup;
@@ -98,14 +94,26 @@ int pspawn_encode_request(struct encoded_request *r, const struct call *c,
     memcpy(w->nodemask, c->nodemask, sizeof w->nodemask);
     w->seccomp = c->seccomp;
     w->proc = c->proc;
-    w->cwd = (uint32_t)cwd_off;
-    strcpy(base + cwd_off, c->cwd);
+    if (c->have_cpuset) {
+        memcpy(w->cpuset, c->cpuset, sizeof w->cpuset);
+        w->flags |= REQ_CPUSET;
+    }
+    if (token)
+        snprintf(w->token, sizeof w->token, "%s", token);
+}
+
+/* The call's cwd, rlimits and file actions, at L's offsets in BASE. */
+static void put_call_data(char *base, const struct call *c, const struct request_layout *l)
+{
+    struct wire_request *w = (struct wire_request *)base;
+    w->cwd = (uint32_t)l->cwd_off;
+    strcpy(base + l->cwd_off, c->cwd);
     w->nrlimits = (uint32_t)c->nrlimits;
-    w->rlimits = (uint32_t)rl_off;
-    memcpy(base + rl_off, c->rlimits, c->nrlimits * sizeof(struct wire_rlimit));
+    w->rlimits = (uint32_t)l->rl_off;
+    memcpy(base + l->rl_off, c->rlimits, c->nrlimits * sizeof(struct wire_rlimit));
     w->nactions = (uint32_t)c->nactions;
-    w->actions = (uint32_t)act_off;
-    struct wire_action *wa = (struct wire_action *)(base + act_off);
+    w->actions = (uint32_t)l->act_off;
+    struct wire_action *wa = (struct wire_action *)(base + l->act_off);
     char *p = (char *)(wa + c->nactions);
     for (int i = 0; i < c->nactions; i++) {
         const struct child_action *a = &c->actions[i];
@@ -115,15 +123,16 @@ int pspawn_encode_request(struct encoded_request *r, const struct call *c,
             p = stpcpy(p, a->path) + 1;
         }
     }
-    if (c->have_cpuset) {
-        memcpy(w->cpuset, c->cpuset, sizeof w->cpuset);
-        w->flags |= REQ_CPUSET;
-    }
-    if (token)
-        snprintf(w->token, sizeof w->token, "%s", token);
+}
+
+/* The K tasks T (argv, envp, cpuset), from TASK_OFF in BASE. */
+static void put_tasks(char *base, const struct encode_task *t, int k, size_t task_off)
+{
+    struct wire_request *w = (struct wire_request *)base;
+    w->ntasks = (uint32_t)k;
     w->tasks = (uint32_t)task_off;
     struct wire_task *wt = (struct wire_task *)(base + task_off);
-    p = (char *)(wt + k);
+    char *p = (char *)(wt + k);
     for (int j = 0; j < k; j++) {
         char *start = p;
         wt[j].strings = (uint32_t)(p - base);
@@ -139,8 +148,33 @@ int pspawn_encode_request(struct encoded_request *r, const struct call *c,
             memcpy(wt[j].cpuset, t[j].cpuset, PSPAWN_CPUSET_BYTES);
         }
     }
-    munmap(base, size);     /* the zygote reads it from the memfd */
-    *r = (struct encoded_request){ go, size, fd, gofd };
+}
+
+int pspawn_encode_request(struct encoded_request *r, const struct call *c,
+                          const struct encode_task *t, int k, pid_t pgroup, const char *token)
+{
+    struct request_layout l;
+    request_layout(c, t, k, &l);
+    if (l.size > UINT32_MAX)
+        return E2BIG;
+
+    int fd, gofd;
+    char *base = pspawn_memfd_create("pspawn-request", l.size, &fd);
+    if (!base)
+        return errno;
+    struct wire_go *go = pspawn_memfd_create("pspawn-go", sizeof *go, &gofd);
+    if (!go) {
+        int e = errno;
+        munmap(base, l.size);
+        close(fd);
+        return e;
+    }
+    struct wire_request *w = (struct wire_request *)base;
+    put_call_state(w, c, pgroup, token);
+    put_call_data(base, c, &l);
+    put_tasks(base, t, k, l.task_off);
+    munmap(base, l.size);     /* the zygote reads it from the memfd */
+    *r = (struct encoded_request){ go, l.size, fd, gofd };
     return 0;
 }
 

@@ -2,7 +2,8 @@
  * Fan-out, launcher side: the groups of CPUs (topology.c), a server for
  * each, and the fan-out message that has the root zygote make them
  * (zygote/fanout.c).  Tasks are dispatched to the server of the group
- * their binding falls in (request.c asks pspawn_server_for).
+ * their binding falls in (the zygote handle, pspawn_zygote_route, asks
+ * pspawn_server_for).
  */
 #include "config.h"
 

@@ -421,7 +421,8 @@ int pspawn_creds_get(struct pspawn_creds *c);
 /* What differs between A and B ("user IDs", ...), or NULL. */
 const char *pspawn_creds_differ(const struct pspawn_creds *a, const struct pspawn_creds *b);
 
-/* zygote.c: the zygote handle. */
+/* zygote.c: starting, signalling, reaping and losing zygotes (what
+ * context.c's lifecycle and the handle below are made of). */
 /* How a zygote is exec'd, by a context (direct mode) or by the stand-in
  * shim (stand-in mode): PATH with the proxy preloaded, BASE_ENV (NULL: the
  * caller's environ) plus EXTRA_ENV, the caller's stdio or /dev/null, the
@@ -449,16 +450,8 @@ int pspawn_zygote_await(int sock, pid_t pid, int timeout_ms, struct zygote_ready
 int pspawn_zygote_start(struct pspawn_zygote *z, int core, char *const envp[]);
 /* Kill and reap every zygote of Z, close their channels. */
 void pspawn_zygote_stop(struct pspawn_zygote *z);
-/* A zygote of Z exited because a library it loaded was replaced on disk
- * (Z->stale): stop every zygote of Z and start a new root (and its
- * sub-zygotes) as Z was created, so that its tasks get the new library.
- * Leaves Z in fallback with the reason where the new one cannot serve.
- * 0 or ENOMEM (then Z is in fallback for good). */
-int pspawn_zygote_restart(struct pspawn_zygote *z);
 /* How long a zygote may take to load and park before it counts as hung. */
 int pspawn_start_timeout_ms(const struct pspawn_zygote *z);
-/* A request id, unique in Z. */
-uint32_t pspawn_zygote_next_id(struct pspawn_zygote *z);
 /* Ask the root for the sub-zygote of group S (start=lazy): requests may be
  * sent to it at once.  0, or an errno (S then lost). */
 int pspawn_server_start(struct pspawn_zygote *z, int s);
@@ -472,6 +465,32 @@ int pspawn_server_ready(struct pspawn_zygote *z, int s);
 void pspawn_server_lost(struct pspawn_zygote *z, int s, int kill_it, const char *why);
 /* The server to send a task bound to CPUS to, or -1 if none serves. */
 int pspawn_server_for(struct pspawn_zygote *z, const unsigned char *cpus);
+
+/* context.c: the zygote handle.  The launch engine (batch.h: vector.c,
+ * request.c, pipeline.c, servers.c) reads a context's zygote state
+ * (servers[], report_r, timeout_ms, stale, fallback) but changes it only
+ * through these calls, the per-server ones below them (pspawn_server_ready,
+ * pspawn_server_lost), and pspawn_fallback (why tasks are exec'd).  The
+ * context (context.c) owns the rest of the lifecycle: create, restart,
+ * destroy. */
+/* The server to send a task bound to CPUS to (a start=lazy sub-zygote is
+ * asked for now), or -1 if none serves (Z falls back to exec). */
+int pspawn_zygote_route(struct pspawn_zygote *z, const unsigned char *cpus);
+/* A request id, unique in Z. */
+uint32_t pspawn_zygote_next_id(struct pspawn_zygote *z);
+/* Server S showed life now (a request sent to it while idle, a report
+ * from one of its tasks); CREATED: that task is created. */
+void pspawn_zygote_heard(struct pspawn_zygote *z, int s, int created);
+/* Whether Z's zygotes still stand for the program and the caller: 0, with
+ * every zygote lost (exec from now on) and the reason, if the binary or
+ * the caller's credentials changed since they started; else 1. */
+int pspawn_zygote_current(struct pspawn_zygote *z);
+/* A zygote of Z exited because a library it loaded was replaced on disk
+ * (Z->stale): stop every zygote of Z and start a new root (and its
+ * sub-zygotes) as Z was created, so that its tasks get the new library.
+ * Leaves Z in fallback with the reason where the new one cannot serve.
+ * 0 or ENOMEM (then Z is in fallback for good). */
+int pspawn_zygote_restart(struct pspawn_zygote *z);
 
 /* fanout.c (launcher side): the groups and their sub-zygotes. */
 /* Z's groups from its options and the topology, and a server for each

@@ -48,8 +48,7 @@ void pspawn_batch_dispatch(struct batch *b, size_t i)
 {
     struct pspawn_zygote *z = b->z;
     unsigned char buf[PSPAWN_CPUSET_BYTES];
-    int s = z->servers && !z->fallback && b->nservers == z->topo.ngroups
-            ? pspawn_server_for(z, task_cpus(b, i, buf)) : -1;
+    int s = b->nservers == z->topo.ngroups ? pspawn_zygote_route(z, task_cpus(b, i, buf)) : -1;
     b->task[i].server = s;
     if (s < 0) {
         if (pspawn_batch_restart_due(b, i))
@@ -115,7 +114,7 @@ static int send_request(struct batch *b, int s)
         b->task[o->idx[j]].state = T_SENT;
     /* Idle until now: its silence counts from here. */
     if (b->inflight[s]++ == 0 && b->z->servers[s].state == SERVER_READY)
-        b->z->servers[s].progress_ms = pspawn_now_ms();
+        pspawn_zygote_heard(b->z, s, 0);
     b->nout++;
     return 0;
 }
@@ -169,7 +168,7 @@ static void created(struct batch *b, struct outstanding *o, int j, pid_t pid)
     pspawn_task_t *t = &b->task[i].t;
     const struct call *c = &b->task[i].call->c;
     t->pid = pid;
-    b->z->servers[o->server].tasks++;
+    pspawn_zygote_heard(b->z, o->server, 1);
     if (c->user_flags & PSPAWN_PIDFD) {
         t->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
         if (t->pidfd >= 0)
@@ -189,7 +188,7 @@ static void take_report(struct batch *b, const struct task_report *r)
     struct outstanding *o = find_request(b, r->req);
     if (!o)
         return;
-    b->z->servers[o->server].progress_ms = pspawn_now_ms();
+    pspawn_zygote_heard(b->z, o->server, 0);
     if (r->index == PSPAWN_REPORT_DONE) {
         o->done = 1;
         if (r->err) {

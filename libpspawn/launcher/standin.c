@@ -378,110 +378,146 @@ static int start_detached(struct pspawn_standin_client *c, int lfd)
     return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 
-int pspawn_standin_connect(struct pspawn_standin_client *c)
-{
+/* The names of a step's zygote: it listens on NAME, LOCK while one is
+ * being started, FAIL once its start failed. */
+struct step_names {
     char name[200], lock[220], fail[220];
-    snprintf(name, sizeof name, "pspawn-%s", c->key);
-    snprintf(lock, sizeof lock, "%s.lock", name);
-    snprintf(fail, sizeof fail, "%s.fail", name);
-    c->zpid = -1;
-    c->fail_fd = -1;
-    int wait_ms = pspawn_standin_wait_ms();
-    /* Anyone can bind an abstract name first.  Another user's, on any of
-     * the step's names, is never waited on: no zygote of ours can listen
-     * there, nor any stand-in of ours elect itself there. */
-    int fd = connect_busy(c, name, wait_ms);
-    if (fd >= 0 || errno == ETIMEDOUT)
-        return use_zygote(c, fd);
-    if (errno == EPERM) {
-        say(c, "%s is another user's: no zygote", name);
-        return -1;
-    }
-    /* The lock listens, so that the others can wait on it: it closes once
-     * the zygote parked or failed, which resets their connections. */
-    int lfd = pspawn_listen_abstract(lock, SOMAXCONN);
-    if (lfd >= 0 && c->job) {
+};
+
+/* We hold the lock LFD (listening): start the zygote and connect to it.
+ * A job's zygote is never started here. */
+static int start_as_elected(struct pspawn_standin_client *c, const struct step_names *n,
+                            int lfd, int wait_ms)
+{
+    if (c->job) {
         /* Root starts a job's zygote before the step's tasks, holding its
          * lock from then on: with neither there, it did not start, or it
          * has ended since (idle, evicted); nor may a stand-in start one in
          * its step, where it would die with the step. */
         close(lfd);
-        say(c, "the job's zygote %s is not there", name);
+        say(c, "the job's zygote %s is not there", n->name);
         return -1;
     }
-    if (lfd >= 0 && c->detach) {
+    if (c->detach) {
         if (start_detached(c, lfd) < 0) {
             c->start_failed = 1;
             return -1;
         }
-        return use_zygote(c, connect_busy(c, name, wait_ms));
+        return use_zygote(c, connect_busy(c, n->name, wait_ms));
     }
-    if (lfd >= 0) {
-        say(c, "starting the zygote %s", name);
-        c->zpid = start_zygote(c, name);
-        if (c->zpid < 0) {
-            /* Tell the others to give up waiting. */
-            c->fail_fd = pspawn_listen_abstract(fail, SOMAXCONN);
-            close(lfd);
-            return -1;
-        }
+    say(c, "starting the zygote %s", n->name);
+    c->zpid = start_zygote(c, n->name);
+    if (c->zpid < 0) {
+        /* Tell the others to give up waiting. */
+        c->fail_fd = pspawn_listen_abstract(n->fail, SOMAXCONN);
         close(lfd);
-        say(c, "zygote %d parked", (int)c->zpid);
-        return use_zygote(c, connect_busy(c, name, wait_ms));
-    }
-    /* Someone else is starting it: wait until its lock closes (up to the
-     * 120 s it gives the zygote), then poll.  A lock that another user's
-     * process holds is not waited on; nor is one whose queue is full when
-     * the kernel says it is another user's (else it may be the lock of a
-     * node with more stand-ins than a listen queue holds: polled). */
-    int w = connect_step(lock);
-    if (w < 0 && (errno == EPERM || (errno == EAGAIN && squatted(c, lock)))) {
-        say(c, "%s is another user's: no zygote", lock);
         return -1;
     }
-    if (w >= 0) {
-        struct pollfd p = { w, POLLIN, 0 };
-        int pr;
-        double since = pspawn_now_ms();
-        while ((pr = poll(&p, 1, 125000)) < 0 && errno == EINTR)
-            ;
-        close(w);
-        say(c, "waited %.1f ms for the %szygote to park", pspawn_now_ms() - since,
-            c->job ? "job's " : "");
-        if (pr == 0) {
-            say(c, "%s is held past the zygote's start time: no zygote", lock);
-            return -1;
-        }
-        if ((fd = connect_busy(c, name, wait_ms)) >= 0 || errno == ETIMEDOUT)
-            return use_zygote(c, fd);
+    close(lfd);
+    say(c, "zygote %d parked", (int)c->zpid);
+    return use_zygote(c, connect_busy(c, n->name, wait_ms));
+}
+
+/* Someone else is starting it: wait until its lock closes (up to the
+ * 120 s it gives the zygote), and connect.  1 with *RESULT (use_zygote's,
+ * or -1) when that settled it, 0 when the zygote is to be polled for.  A
+ * lock that another user's process holds is not waited on; nor is one
+ * whose queue is full when the kernel says it is another user's (else it
+ * may be the lock of a node with more stand-ins than a listen queue
+ * holds: polled). */
+static int wait_for_lock(struct pspawn_standin_client *c, const struct step_names *n,
+                         int wait_ms, int *result)
+{
+    int w = connect_step(n->lock);
+    *result = -1;
+    if (w < 0 && (errno == EPERM || (errno == EAGAIN && squatted(c, n->lock)))) {
+        say(c, "%s is another user's: no zygote", n->lock);
+        return 1;
     }
+    if (w < 0)
+        return 0;
+    struct pollfd p = { w, POLLIN, 0 };
+    int pr, fd;
+    double since = pspawn_now_ms();
+    while ((pr = poll(&p, 1, 125000)) < 0 && errno == EINTR)
+        ;
+    close(w);
+    say(c, "waited %.1f ms for the %szygote to park", pspawn_now_ms() - since,
+        c->job ? "job's " : "");
+    if (pr == 0) {
+        say(c, "%s is held past the zygote's start time: no zygote", n->lock);
+        return 1;
+    }
+    if ((fd = connect_busy(c, n->name, wait_ms)) >= 0 || errno == ETIMEDOUT) {
+        *result = use_zygote(c, fd);
+        return 1;
+    }
+    return 0;
+}
+
+/* Poll for the zygote every 20 ms (120 s at most) until it answers, its
+ * start failed, or nobody is starting it any more. */
+static int poll_for_zygote(struct pspawn_standin_client *c, const struct step_names *n,
+                           int wait_ms)
+{
+    int fd;
     for (int waited = 0; waited < 120000; waited += 20) {
         struct timespec ts = { 0, 20 * 1000 * 1000 };
         nanosleep(&ts, NULL);
-        if ((fd = connect_busy(c, name, wait_ms)) >= 0 || errno == ETIMEDOUT)
+        if ((fd = connect_busy(c, n->name, wait_ms)) >= 0 || errno == ETIMEDOUT)
             return use_zygote(c, fd);
         if (errno == EPERM)
             return -1;
-        int f = connect_step(fail);
+        int f = connect_step(n->fail);
         if (f >= 0) {
             close(f);
             return -1;
         }
         /* Nobody is starting it any more, yet it does not answer: it
          * parked (its name was there before the lock went) and is gone. */
-        if ((f = pspawn_listen_abstract(lock, 0)) >= 0) {
+        if ((f = pspawn_listen_abstract(n->lock, 0)) >= 0) {
             close(f);
-            if ((fd = connect_busy(c, name, wait_ms)) >= 0 || errno == ETIMEDOUT)
+            if ((fd = connect_busy(c, n->name, wait_ms)) >= 0 || errno == ETIMEDOUT)
                 return use_zygote(c, fd);
-            say(c, "the zygote %s is gone", name);
+            say(c, "the zygote %s is gone", n->name);
             return -1;
         }
         if (errno != EADDRINUSE) {
-            say(c, "%s: %s", lock, strerror(errno));
+            say(c, "%s: %s", n->lock, strerror(errno));
             return -1;
         }
     }
     return -1;
+}
+
+int pspawn_standin_connect(struct pspawn_standin_client *c)
+{
+    struct step_names n;
+    snprintf(n.name, sizeof n.name, "pspawn-%s", c->key);
+    snprintf(n.lock, sizeof n.lock, "%s.lock", n.name);
+    snprintf(n.fail, sizeof n.fail, "%s.fail", n.name);
+    c->zpid = -1;
+    c->fail_fd = -1;
+    int wait_ms = pspawn_standin_wait_ms();
+    /* Anyone can bind an abstract name first.  Another user's, on any of
+     * the step's names, is never waited on: no zygote of ours can listen
+     * there, nor any stand-in of ours elect itself there. */
+    int fd = connect_busy(c, n.name, wait_ms);
+    if (fd >= 0 || errno == ETIMEDOUT)
+        return use_zygote(c, fd);
+    if (errno == EPERM) {
+        say(c, "%s is another user's: no zygote", n.name);
+        return -1;
+    }
+    /* The lock listens, so that the others can wait on it: it closes once
+     * the zygote parked or failed, which resets their connections. */
+    int lfd = pspawn_listen_abstract(n.lock, SOMAXCONN);
+    if (lfd >= 0)
+        return start_as_elected(c, &n, lfd, wait_ms);
+    int result;
+    if (wait_for_lock(c, &n, wait_ms, &result))
+        return result;
+    return poll_for_zygote(c, &n, wait_ms);
 }
 
 static int skipped(int fd, const int *skip, int nskip)

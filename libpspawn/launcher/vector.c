@@ -129,22 +129,8 @@ static int call_may_use_zygote(struct batch *b, struct batch_call *call)
                         "has no exec to stop at");
     if (z->fallback || forced)
         return 0;
-    if (pspawn_program_changed(&z->prog)) {
-        pspawn_zygote_lost(z, 1);
-        pspawn_fallback(z, 1, "binary changed on disk since the zygote started "
-                        "(device, inode, size or mtime differ)");
+    if (!pspawn_zygote_current(z))
         return 0;
-    }
-    /* A caller that gave up privileges (dropped root, groups, a
-     * capability) must not get tasks that still have them. */
-    struct pspawn_creds now;
-    const char *what = NULL;
-    if (pspawn_creds_get(&now) || (what = pspawn_creds_differ(&now, &z->creds))) {
-        pspawn_zygote_lost(z, 1);
-        pspawn_fallback(z, 1, "the caller's %s changed since the zygote started",
-                        what ? what : "credentials (unreadable)");
-        return 0;
-    }
     /* A task starts in its caller's process group and session, as after
      * exec; a clone of the zygote starts in the zygote's, the caller's
      * when the zygote started.  It can join a group of that session, or

@@ -1,8 +1,8 @@
 /*
- * The zygote handle: starting a zygote (exec, then its ready message),
+ * Zygotes as processes: starting one (exec, then its ready message),
  * signalling, reaping and losing it, and the reason a context uses exec.
- * The request pipeline (request.c) and the public calls (context.c) go
- * through these; nothing here calls back into them.
+ * The context (context.c) and its zygote handle are made of these;
+ * nothing here calls back into the context or the launch engine.
  */
 #include "config.h"
 
@@ -238,6 +238,101 @@ static int exec_fd_number(const struct zygote_exec *x)
     return -1;
 }
 
+/* X's program, inspected on its own fds (*EXE_FD: the ELF the kernel
+ * loads): 0, its errno, or ESTALE where it is not EXPECT (if not NULL)
+ * or can never have a zygote. */
+static int open_expected(const struct zygote_exec *x, const struct program *expect,
+                         struct program *prog, int *exe_fd)
+{
+    int err = pspawn_program_open(prog, x->path, exe_fd);
+    if (err)
+        return err;
+    if (*exe_fd < 0 || prog->fallback || (expect && !pspawn_program_same(expect, prog))) {
+        if (*exe_fd >= 0)
+            close(*exe_fd);
+        pspawn_program_free(prog);
+        return ESTALE;
+    }
+    return 0;
+}
+
+/* What the kernel is given to exec the zygote with: its fd's /proc link
+ * (AT >= 0), else its path. */
+struct exec_how {
+    int at;                         /* the program's fd in the zygote, or -1 */
+    char exec_var[PATH_MAX + 64];   /* PSPAWN_ENV_EXEC=AT:PATH, or "" */
+    char link[64];
+    const char *path;
+    char *const *argv;              /* NULL: { PATH } */
+    char *script_argv[2 * PSPAWN_MAX_INTERP + 2];
+};
+
+static void exec_how(const struct zygote_exec *x, const struct program *prog,
+                     struct exec_how *h)
+{
+    h->at = exec_fd_number(x);
+    h->path = x->path;
+    h->argv = x->argv;
+    if (h->at >= 0 && access("/proc/self/fd", X_OK) == 0) {
+        snprintf(h->link, sizeof h->link, "/proc/self/fd/%d", h->at);
+        snprintf(h->exec_var, sizeof h->exec_var, PSPAWN_ENV_EXEC "=%d:%s", h->at, x->path);
+        h->path = h->link;
+        if (prog->ninterp) {
+            int k = 0;
+            for (int i = 0; i < prog->ninterp; i++)
+                h->script_argv[k++] = prog->interp_argv[i];
+            h->script_argv[k++] = (char *)x->path;
+            h->script_argv[k] = NULL;
+            h->argv = h->script_argv;
+        }
+    } else {
+        /* No /proc: by path, as the kernel finds it now. */
+        h->at = -1;
+        h->exec_var[0] = 0;
+    }
+}
+
+/* The zygote's environment: X's, with EXEC_VAR first.  NULL: no memory. */
+static char **exec_environ(const struct zygote_exec *x, const char *exec_var)
+{
+    size_t nextra = 0;
+    while (x->extra_env && x->extra_env[nextra])
+        nextra++;
+    const char **extra = calloc(nextra + 2, sizeof *extra);
+    char **env = NULL;
+    if (extra) {
+        extra[0] = exec_var;
+        for (size_t i = 0; i < nextra; i++)
+            extra[i + 1] = x->extra_env[i];
+        env = pspawn_zygote_environ(extra, x->base_env, x->record);
+        free(extra);
+    }
+    return env;
+}
+
+/* The zygote's fds as ACTIONS on FDS (returns how many fds, *NACT
+ * actions): stdio (NULL_FD, if >= 0, on all three), X's fds at their
+ * numbers, the program's EXE_FD at AT (if >= 0). */
+static int exec_fds(const struct zygote_exec *x, int at, int exe_fd, int null_fd,
+                    struct child_action *actions, int *fds, int *nact)
+{
+    int nfds = 0;
+    for (int fd = 0; fd <= 2; fd++)
+        if (null_fd >= 0 || fcntl(fd, F_GETFD) >= 0) {
+            fds[nfds] = null_fd >= 0 ? null_fd : fd;
+            actions[(*nact)++] = (struct child_action){ FA_DUP2, fd, nfds++, 0, 0, NULL };
+        }
+    for (int i = 0; i < x->nfds && i < ZYGOTE_EXEC_FDS; i++) {
+        fds[nfds] = x->fds[i];
+        actions[(*nact)++] = (struct child_action){ FA_DUP2, x->at[i], nfds++, 0, 0, NULL };
+    }
+    if (at >= 0) {
+        fds[nfds] = exe_fd;
+        actions[(*nact)++] = (struct child_action){ FA_DUP2, at, nfds++, 0, 0, NULL };
+    }
+    return nfds;
+}
+
 /* The zygote is exec'd from the fd its program was inspected on (a script's
  * interpreter's, with the words the kernel would have put before the
  * script's path): what was checked (not set-user-ID, dynamic...) is what
@@ -251,49 +346,12 @@ static int zygote_exec(const struct zygote_exec *x, const struct program *expect
 {
     struct program prog;
     int exe_fd = -1;
-    int err = pspawn_program_open(&prog, x->path, &exe_fd);
+    int err = open_expected(x, expect, &prog, &exe_fd);
     if (err)
         return err;
-    if (exe_fd < 0 || prog.fallback || (expect && !pspawn_program_same(expect, &prog))) {
-        if (exe_fd >= 0)
-            close(exe_fd);
-        pspawn_program_free(&prog);
-        return ESTALE;
-    }
-    int at = exec_fd_number(x);
-    char exec_var[PATH_MAX + 64], link[64];
-    const char *path = x->path;
-    char *const *argv = x->argv;
-    char *script_argv[2 * PSPAWN_MAX_INTERP + 2];
-    if (at >= 0 && access("/proc/self/fd", X_OK) == 0) {
-        snprintf(link, sizeof link, "/proc/self/fd/%d", at);
-        snprintf(exec_var, sizeof exec_var, PSPAWN_ENV_EXEC "=%d:%s", at, x->path);
-        path = link;
-        if (prog.ninterp) {
-            int k = 0;
-            for (int i = 0; i < prog.ninterp; i++)
-                script_argv[k++] = prog.interp_argv[i];
-            script_argv[k++] = (char *)x->path;
-            script_argv[k] = NULL;
-            argv = script_argv;
-        }
-    } else {
-        /* No /proc: by path, as the kernel finds it now. */
-        at = -1;
-        exec_var[0] = 0;
-    }
-    size_t nextra = 0;
-    while (x->extra_env && x->extra_env[nextra])
-        nextra++;
-    const char **extra = calloc(nextra + 2, sizeof *extra);
-    char **env = NULL;
-    if (extra) {
-        extra[0] = exec_var;
-        for (size_t i = 0; i < nextra; i++)
-            extra[i + 1] = x->extra_env[i];
-        env = pspawn_zygote_environ(extra, x->base_env, x->record);
-        free(extra);
-    }
+    struct exec_how how;
+    exec_how(x, &prog, &how);
+    char **env = exec_environ(x, how.exec_var);
     if (!env) {
         close(exe_fd);
         pspawn_program_free(&prog);
@@ -301,8 +359,7 @@ static int zygote_exec(const struct zygote_exec *x, const struct program *expect
     }
     /* Stdio: the caller's 0-2 where open, or /dev/null (a stand-in's
      * zygote must not hold its task's pipes open). */
-    struct child_action actions[4 + ZYGOTE_EXEC_FDS];
-    int fds[4 + ZYGOTE_EXEC_FDS], nfds = 0, nact = 0, null = -1;
+    int null = -1;
     if (x->null_stdio && (null = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0) {
         int e = errno;
         pspawn_strv_free(env);
@@ -310,19 +367,9 @@ static int zygote_exec(const struct zygote_exec *x, const struct program *expect
         pspawn_program_free(&prog);
         return e;
     }
-    for (int fd = 0; fd <= 2; fd++)
-        if (null >= 0 || fcntl(fd, F_GETFD) >= 0) {
-            fds[nfds] = null >= 0 ? null : fd;
-            actions[nact++] = (struct child_action){ FA_DUP2, fd, nfds++, 0, 0, NULL };
-        }
-    for (int i = 0; i < x->nfds && i < ZYGOTE_EXEC_FDS; i++) {
-        fds[nfds] = x->fds[i];
-        actions[nact++] = (struct child_action){ FA_DUP2, x->at[i], nfds++, 0, 0, NULL };
-    }
-    if (at >= 0) {
-        fds[nfds] = exe_fd;
-        actions[nact++] = (struct child_action){ FA_DUP2, at, nfds++, 0, 0, NULL };
-    }
+    struct child_action actions[4 + ZYGOTE_EXEC_FDS];
+    int fds[4 + ZYGOTE_EXEC_FDS], nact = 0;
+    int nfds = exec_fds(x, how.at, exe_fd, null, actions, fds, &nact);
     /* Every signal starts at its default and none is blocked, so that at
      * park time a non-default disposition is one a constructor set. */
     struct child_setup s = {
@@ -331,7 +378,7 @@ static int zygote_exec(const struct zygote_exec *x, const struct program *expect
         .cpuset = x->cpuset,
     };
     char *path_only[] = { (char *)x->path, NULL };
-    err = pspawn_exec_setup(pid, path, &s, 0, argv ? argv : path_only, env);
+    err = pspawn_exec_setup(pid, how.path, &s, 0, how.argv ? how.argv : path_only, env);
     pspawn_strv_free(env);
     if (null >= 0)
         close(null);
@@ -363,18 +410,21 @@ int pspawn_zygote_await(int sock, pid_t pid, int timeout_ms, struct zygote_ready
     return 0;
 }
 
-/* The root zygote: exec'd once, it parks and serves group 0. */
-static int start_root(struct pspawn_zygote *z, int core, char *const envp[])
+/* The fds of the root's channels in the zygote: just below the fd limit,
+ * far from the numbers a constructor would get. */
+static void root_channel_fds(int *zsock_fd, int *zreport_fd)
 {
-    /* The zygote's channels sit just below the fd limit, far from the
-     * numbers a constructor would get. */
     struct rlimit rl;
     int top = 1024;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 1024)
         top = (int)rl.rlim_cur;
-    int zsock_fd = top - 1, zreport_fd = top - 2;
+    *zsock_fd = top - 1;
+    *zreport_fd = top - 2;
+}
 
-    int sv[2], rep[2];
+/* The root's request socket pair SV and report pipe REP.  0 or an errno. */
+static int open_root_channels(int sv[2], int rep[2])
+{
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
         return errno;
     if (pipe2(rep, O_CLOEXEC) < 0) {
@@ -385,6 +435,14 @@ static int start_root(struct pspawn_zygote *z, int core, char *const envp[])
     }
     /* Our end never blocks: the launch engine reads what is there. */
     fcntl(rep[0], F_SETFL, O_NONBLOCK);
+    return 0;
+}
+
+/* Exec Z's root with SV[1] and REP[1] at ZSOCK_FD and ZREPORT_FD, pinned
+ * to CORE (if >= 0) while it loads.  0 (*PID) or zygote_exec's errno. */
+static int exec_root(struct pspawn_zygote *z, int core, char *const envp[], const int sv[2],
+                     const int rep[2], int zsock_fd, int zreport_fd, pid_t *pid)
+{
     char sock_var[64], report_var[64];
     snprintf(sock_var, sizeof sock_var, PSPAWN_ENV_SOCK "=%d", zsock_fd);
     snprintf(report_var, sizeof report_var, PSPAWN_ENV_REPORT "=%d", zreport_fd);
@@ -404,8 +462,73 @@ static int start_root(struct pspawn_zygote *z, int core, char *const envp[])
         .fds = { sv[1], rep[1] }, .at = { zsock_fd, zreport_fd }, .nfds = 2,
         .cpuset = core >= 0 ? cpuset : NULL,
     };
+    return zygote_exec(&x, &z->prog, pid);
+}
+
+/* The root PID, exec'd, on SOCK with its report pipe's read end REPORT_R:
+ * starting, ours to watch. */
+static void root_started(struct pspawn_zygote *z, pid_t pid, int sock, int report_r)
+{
+    struct zygote_server *root = &z->servers[0];
+    root->pid = pid;
+    root->sock = sock;
+    root->state = SERVER_STARTING;
+    /* It leads a group of its own once parked (park.c), out of reach of
+     * the terminal's signals and of kill(0, ...): each task joins its
+     * caller's.  Our session. */
+    z->pgid = pid;
+    z->sid = getsid(0);
+    z->report_r = report_r;
+    root->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (root->pidfd >= 0)
+        fcntl(root->pidfd, F_SETFD, FD_CLOEXEC);
+}
+
+/* The root said nothing in time (ETIMEDOUT) or died (EPIPE) while it
+ * started: reap it, and exec from now on. */
+static void root_silent(struct pspawn_zygote *z, int err)
+{
+    struct zygote_server *root = &z->servers[0];
+    int st = 0;
+    if (err == ETIMEDOUT)
+        pspawn_signal_server(root, SIGKILL);
+    reap_server(root, &st);
+    root->pid = -1;
+    pspawn_zygote_lost(z, 0);
+    if (err == ETIMEDOUT)
+        pspawn_fallback(z, 1, "zygote stopped answering during startup (%d ms)",
+                        pspawn_start_timeout_ms(z));
+    else if (WIFSIGNALED(st))
+        pspawn_fallback(z, 1, "zygote died during startup (signal %d)", WTERMSIG(st));
+    else
+        pspawn_fallback(z, 1, "zygote died during startup (exit status %d)",
+                        WEXITSTATUS(st));
+}
+
+/* The root PID parked (READY): it serves, as what it says it is. */
+static void root_parked(struct pspawn_zygote *z, pid_t pid, const struct zygote_ready *ready)
+{
+    z->servers[0].state = SERVER_READY;
+    z->python = (ready->flags & READY_PYTHON) != 0;
+    z->pip = (ready->flags & READY_PIP) != 0;
+    z->pip_refusal = (int)READY_PIP_REFUSAL(ready->flags);
+    pspawn_debug(z, "zygote %d parked%s%s", (int)pid, z->python ? " inside Python" : "",
+                 z->pip ? ": its tasks are PiP tasks" : "");
+    if (z->opts.pip && !z->pip)
+        pspawn_debug(z, "mode=pip refused: %s: its tasks are forked",
+                     pspawn_pip_refusal_text((unsigned)z->pip_refusal));
+}
+
+/* The root zygote: exec'd once, it parks and serves group 0. */
+static int start_root(struct pspawn_zygote *z, int core, char *const envp[])
+{
+    int zsock_fd, zreport_fd, sv[2], rep[2];
+    root_channel_fds(&zsock_fd, &zreport_fd);
+    int err = open_root_channels(sv, rep);
+    if (err)
+        return err;
     pid_t pid;
-    int err = zygote_exec(&x, &z->prog, &pid);
+    err = exec_root(z, core, envp, sv, rep, zsock_fd, zreport_fd, &pid);
     close(sv[1]);
     close(rep[1]);
     if (err) {
@@ -419,37 +542,12 @@ static int start_root(struct pspawn_zygote *z, int core, char *const envp[])
             pspawn_fallback(z, 1, "could not start the zygote: %s", strerror(err));
         return 0;
     }
-    struct zygote_server *root = &z->servers[0];
-    root->pid = pid;
-    root->sock = sv[0];
-    root->state = SERVER_STARTING;
-    /* It leads a group of its own once parked (park.c), out of reach of
-     * the terminal's signals and of kill(0, ...): each task joins its
-     * caller's.  Our session. */
-    z->pgid = pid;
-    z->sid = getsid(0);
-    z->report_r = rep[0];
-    root->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-    if (root->pidfd >= 0)
-        fcntl(root->pidfd, F_SETFD, FD_CLOEXEC);
+    root_started(z, pid, sv[0], rep[0]);
 
     struct zygote_ready ready;
-    err = pspawn_zygote_await(root->sock, pid, pspawn_start_timeout_ms(z), &ready);
+    err = pspawn_zygote_await(sv[0], pid, pspawn_start_timeout_ms(z), &ready);
     if (err == ETIMEDOUT || err == EPIPE) {
-        int st = 0;
-        if (err == ETIMEDOUT)
-            pspawn_signal_server(root, SIGKILL);
-        reap_server(root, &st);
-        root->pid = -1;
-        pspawn_zygote_lost(z, 0);
-        if (err == ETIMEDOUT)
-            pspawn_fallback(z, 1, "zygote stopped answering during startup (%d ms)",
-                            pspawn_start_timeout_ms(z));
-        else if (WIFSIGNALED(st))
-            pspawn_fallback(z, 1, "zygote died during startup (signal %d)", WTERMSIG(st));
-        else
-            pspawn_fallback(z, 1, "zygote died during startup (exit status %d)",
-                            WEXITSTATUS(st));
+        root_silent(z, err);
         return 0;
     }
     if (err == EPROTO) {
@@ -465,15 +563,7 @@ static int start_root(struct pspawn_zygote *z, int core, char *const envp[])
         pspawn_fallback(z, 1, "%s", why);
         return 0;
     }
-    root->state = SERVER_READY;
-    z->python = (ready.flags & READY_PYTHON) != 0;
-    z->pip = (ready.flags & READY_PIP) != 0;
-    z->pip_refusal = (int)READY_PIP_REFUSAL(ready.flags);
-    pspawn_debug(z, "zygote %d parked%s%s", (int)pid, z->python ? " inside Python" : "",
-                 z->pip ? ": its tasks are PiP tasks" : "");
-    if (z->opts.pip && !z->pip)
-        pspawn_debug(z, "mode=pip refused: %s: its tasks are forked",
-                     pspawn_pip_refusal_text((unsigned)z->pip_refusal));
+    root_parked(z, pid, &ready);
     return 0;
 }
 
@@ -502,34 +592,4 @@ void pspawn_zygote_stop(struct pspawn_zygote *z)
         close(z->report_r);
     z->report_r = -1;
     pspawn_fanout_cleanup(z);
-}
-
-int pspawn_zygote_restart(struct pspawn_zygote *z)
-{
-    pspawn_debug(z, "starting a new zygote: a library the last one loaded was replaced on disk");
-    pspawn_zygote_stop(z);
-    z->stale = 0;
-    z->fallback = 0;
-    z->python = 0;
-    z->pip = 0;
-    z->pip_refusal = 0;
-    z->replica_dir[0] = 0;
-    /* Its tasks get the caller's privileges of now (the new zygote's),
-     * which later calls are checked against. */
-    int err = pspawn_creds_get(&z->creds);
-    if (err) {
-        pspawn_fallback(z, 1, "cannot read the caller's credentials: %s", strerror(err));
-        return 0;
-    }
-    err = pspawn_zygote_start(z, z->start_core, z->start_env);
-    if (err) {
-        pspawn_zygote_stop(z);
-        pspawn_fallback(z, 1, "no new zygote: %s", strerror(err));
-    }
-    return err;
-}
-
-uint32_t pspawn_zygote_next_id(struct pspawn_zygote *z)
-{
-    return ++z->next_req;
 }

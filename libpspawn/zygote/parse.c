@@ -64,24 +64,35 @@ static int rl_differs(uint64_t cur, uint64_t max, const struct rlimit *rl)
     return cur != rl->rlim_cur || max != rl->rlim_max;
 }
 
-int zygote_parse_request(const char *base, size_t size, int *fds, int nfds, const int chan[2],
-                         struct child_setup *tmpl, int *detail)
+/* What the template of a request points to: one request at a time. */
+static struct child_action req_actions[PSPAWN_FD_MAX + 3];
+static struct wire_rlimit req_rlimits[RLIM_NLIMITS];
+static int req_fds[PSPAWN_FD_MAX + 2];
+
+/* Whether W's counts and offsets fit in its SIZE bytes (and its NFDS). */
+static int request_fits(const struct wire_request *w, const char *base, size_t size, int nfds)
 {
-    const struct wire_request *w = (const struct wire_request *)base;
     /* BASE is page-aligned: an offset that is a multiple of its struct's
      * alignment gives an aligned struct (the encoder rounds them up). */
     if (size < sizeof *w || nfds < 0 || nfds > PSPAWN_FD_MAX ||
         w->actions % _Alignof(struct wire_action) || w->rlimits % _Alignof(struct wire_rlimit) ||
         w->tasks % _Alignof(struct wire_task))
-        return REFUSE_MALFORMED;
+        return 0;
     if (w->ntasks > PSPAWN_REQ_MAX || w->nactions > PSPAWN_FD_MAX + 3 ||
         w->nrlimits > RLIM_NLIMITS || w->tasks > size ||
         w->ntasks * sizeof(struct wire_task) > size - w->tasks ||
         w->actions > size || w->nactions * sizeof(struct wire_action) > size - w->actions ||
         w->rlimits > size || w->nrlimits * sizeof(struct wire_rlimit) > size - w->rlimits ||
         w->cwd >= size || !memchr(base + w->cwd, 0, size - w->cwd))
-        return REFUSE_MALFORMED;
-    static struct child_action actions[PSPAWN_FD_MAX + 3];
+        return 0;
+    return 1;
+}
+
+/* W's file actions into req_actions: 0, or REFUSE_MALFORMED, or
+ * REFUSE_FD_CONFLICT (*DETAIL: the fd). */
+static int parse_actions(const struct wire_request *w, const char *base, size_t size, int nfds,
+                         int *detail)
+{
     const struct wire_action *wa = (const struct wire_action *)(base + w->actions);
     for (uint32_t i = 0; i < w->nactions; i++) {
         if ((wa[i].kind == FA_DUP2 && (wa[i].src < 0 || wa[i].src >= nfds)) || wa[i].fd < 0 ||
@@ -93,21 +104,20 @@ int zygote_parse_request(const char *base, size_t size, int *fds, int nfds, cons
             *detail = wa[i].fd;
             return REFUSE_FD_CONFLICT;
         }
-        actions[i] = (struct child_action){ wa[i].kind, wa[i].fd, wa[i].src, wa[i].oflag,
-                                            (mode_t)wa[i].mode,
-                                            wa[i].kind == FA_OPEN ? base + wa[i].path : NULL };
+        req_actions[i] = (struct child_action){ wa[i].kind, wa[i].fd, wa[i].src, wa[i].oflag,
+                                                (mode_t)wa[i].mode,
+                                                wa[i].kind == FA_OPEN ? base + wa[i].path : NULL };
     }
-    /* A fork of the zygote would run outside filters its caller is under
-     * (fewer than the zygote's: a constructor installed them, as it would
-     * after an exec). */
-    if (w->seccomp < 0 || (parked.have_base ? w->seccomp != parked.base.seccomp : w->seccomp > parked.seccomp)) {
-        *detail = w->seccomp;
-        return REFUSE_SECCOMP;
-    }
+    return 0;
+}
+
+/* The limits of W that differ from the parked state, into req_rlimits
+ * (*NRL of them): 0, or REFUSE_CTOR_STATE (*DETAIL: the resource). */
+static int parse_rlimits(const struct wire_request *w, const char *base, int *nrl, int *detail)
+{
     /* Only what differs from the parked state costs a system call. */
-    static struct wire_rlimit rl[RLIM_NLIMITS];
-    int nrl = 0;
     const struct wire_rlimit *wr = (const struct wire_rlimit *)(base + w->rlimits);
+    *nrl = 0;
     for (uint32_t i = 0; i < w->nrlimits; i++) {
         int r = wr[i].resource;
         if (r < 0 || r >= RLIM_NLIMITS)
@@ -120,11 +130,19 @@ int zygote_parse_request(const char *base, size_t size, int *fds, int nfds, cons
             return REFUSE_CTOR_STATE;
         }
         if (what)
-            rl[nrl++] = wr[i];
+            req_rlimits[(*nrl)++] = wr[i];
     }
-    unsigned flags = w->flags & (REQ_SETSID | REQ_SETPGROUP);
+    return 0;
+}
+
+/* The REQ_* flags of what the task must change from the parked state
+ * (*FLAGS): 0, or REFUSE_CTOR_STATE (*DETAIL: which). */
+static int state_flags(const struct wire_request *w, const char *base, unsigned *flags,
+                       int *detail)
+{
+    *flags = w->flags & (REQ_SETSID | REQ_SETPGROUP);
     if ((w->flags & REQ_CWD) && strcmp(base + w->cwd, parked.cwd) != 0)
-        flags |= REQ_CWD;
+        *flags |= REQ_CWD;
     if (w->flags & REQ_UMASK) {
         int what = ctor_state(w->umask != parked.base.umask, parked.umask != parked.base.umask,
                               (mode_t)w->umask != parked.umask);
@@ -133,7 +151,7 @@ int zygote_parse_request(const char *base, size_t size, int *fds, int nfds, cons
             return REFUSE_CTOR_STATE;
         }
         if (what)
-            flags |= REQ_UMASK;
+            *flags |= REQ_UMASK;
     }
     if (w->flags & REQ_NICE) {
         int what = ctor_state(w->nice != parked.base.nice, parked.nice != parked.base.nice, w->nice != parked.nice);
@@ -142,23 +160,45 @@ int zygote_parse_request(const char *base, size_t size, int *fds, int nfds, cons
             return REFUSE_CTOR_STATE;
         }
         if (what)
-            flags |= REQ_NICE;
+            *flags |= REQ_NICE;
     }
     if ((w->flags & REQ_SCHED) &&
         (w->sched_policy != parked.sched_policy || w->sched_priority != parked.sched_priority))
-        flags |= REQ_SCHED;
+        *flags |= REQ_SCHED;
     if ((w->flags & REQ_MEMPOLICY) &&
         (!parked.have_mempolicy || w->mempolicy != parked.mempolicy ||
          memcmp(w->nodemask, parked.nodemask, sizeof parked.nodemask) != 0))
-        flags |= REQ_MEMPOLICY;
+        *flags |= REQ_MEMPOLICY;
     if ((w->flags & REQ_NO_NEW_PRIVS) && !parked.no_new_privs)
-        flags |= REQ_NO_NEW_PRIVS;
+        *flags |= REQ_NO_NEW_PRIVS;
+    return 0;
+}
+
+int zygote_parse_request(const char *base, size_t size, int *fds, int nfds, const int chan[2],
+                         struct child_setup *tmpl, int *detail)
+{
+    const struct wire_request *w = (const struct wire_request *)base;
+    if (!request_fits(w, base, size, nfds))
+        return REFUSE_MALFORMED;
+    int err = parse_actions(w, base, size, nfds, detail);
+    if (err)
+        return err;
+    /* A fork of the zygote would run outside filters its caller is under
+     * (fewer than the zygote's: a constructor installed them, as it would
+     * after an exec). */
+    if (w->seccomp < 0 || (parked.have_base ? w->seccomp != parked.base.seccomp : w->seccomp > parked.seccomp)) {
+        *detail = w->seccomp;
+        return REFUSE_SECCOMP;
+    }
+    int nrl;
+    unsigned flags;
+    if ((err = parse_rlimits(w, base, &nrl, detail)) || (err = state_flags(w, base, &flags, detail)))
+        return err;
     struct wire_procstate ps = w->proc;
     flags |= procstate_flags(&ps);
-    static int tfds[PSPAWN_FD_MAX + 2];
-    memcpy(tfds, fds, nfds * sizeof(int));
-    tfds[nfds] = chan[0];
-    tfds[nfds + 1] = chan[1];
+    memcpy(req_fds, fds, nfds * sizeof(int));
+    req_fds[nfds] = chan[0];
+    req_fds[nfds + 1] = chan[1];
     *tmpl = (struct child_setup){
         .flags = flags,
         .umask = (mode_t)w->umask,
@@ -172,11 +212,11 @@ int zygote_parse_request(const char *base, size_t size, int *fds, int nfds, cons
         .cwd = base + w->cwd,
         .cpuset = (w->flags & REQ_CPUSET) && memcmp(w->cpuset, parked.cpuset, sizeof parked.cpuset)
                       ? w->cpuset : NULL,
-        .rlimits = rl,
+        .rlimits = req_rlimits,
         .nrlimits = nrl,
-        .actions = actions,
+        .actions = req_actions,
         .nactions = (int)w->nactions,
-        .fds = tfds,
+        .fds = req_fds,
         .nfds = nfds + 2,
         .sig_default = 0,
         .sig_ignore = w->sigign & ~parked.ctor_sigs,

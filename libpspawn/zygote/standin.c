@@ -456,12 +456,10 @@ static int idle_left(long long *since)
     return left > 0 ? (int)left : 0;
 }
 
-/* Serve stand-ins until every task this node expects has been served (or
- * refused) and has exited, or nobody is left to serve (the root), or
- * until the root is done with us and our stand-ins' tasks have exited (a
- * sub-zygote).  The zygote must outlive signals sent to the step's process
- * group: it blocks them (its tasks set their own mask). */
-struct task_start zygote_serve_standin(void)
+/* Listen for stand-ins, block the signals the zygote must outlive, say
+ * it is ready and, the step's root, take its fan-out.  1 in a sub-zygote
+ * just forked from it, which is to start serving afresh. */
+static int start_serving(void)
 {
     standin.lfd = standin.sfd = -1;
     standin.n = 0;
@@ -484,27 +482,92 @@ struct task_start zygote_serve_standin(void)
     standin.sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
     if (zygote_send_ready(parked.sock, ZYGOTE_PARKED, parked.group) < 0)
         zygote_exit(0);     /* the starter is gone: no one to serve */
-    if (!parked.forwarded) {
-        if (await_fanout())
-            return zygote_serve_standin();  /* a forked sub-zygote (fanout.c
-                                             * closed the root's fds) */
-        close(parked.sock);
-        parked.sock = -1;
-        /* A stand-in's connect never blocks us, nor a full sub-zygote. */
-        fcntl(standin.lfd, F_SETFL, fcntl(standin.lfd, F_GETFL) | O_NONBLOCK);
-        for (int g = 1; g < parked.ngroups; g++)
-            if (parked.groups[g].fwd >= 0)
-                fcntl(parked.groups[g].fwd, F_SETFL,
-                      fcntl(parked.groups[g].fwd, F_GETFL) | O_NONBLOCK);
-        standin.starter = getppid();
-        standin.starter_pidfd = (int)syscall(SYS_pidfd_open, standin.starter, 0);
-        standin.hello = zygote_hello(&standin.hello_len);
+    if (parked.forwarded)
+        return 0;
+    if (await_fanout())
+        return 1;   /* a forked sub-zygote (fanout.c closed the root's fds) */
+    close(parked.sock);
+    parked.sock = -1;
+    /* A stand-in's connect never blocks us, nor a full sub-zygote. */
+    fcntl(standin.lfd, F_SETFL, fcntl(standin.lfd, F_GETFL) | O_NONBLOCK);
+    for (int g = 1; g < parked.ngroups; g++)
+        if (parked.groups[g].fwd >= 0)
+            fcntl(parked.groups[g].fwd, F_SETFL,
+                  fcntl(parked.groups[g].fwd, F_GETFL) | O_NONBLOCK);
+    standin.starter = getppid();
+    standin.starter_pidfd = (int)syscall(SYS_pidfd_open, standin.starter, 0);
+    standin.hello = zygote_hello(&standin.hello_len);
+    return 0;
+}
+
+/* What the serving loop polls, in PFD: the listening socket (or the
+ * root's, forwarded), the signalfd, the root's and the starter's pidfds,
+ * the NG sub-zygotes' forwarding sockets, the stand-ins.  How many. */
+static int serving_pollfds(struct pollfd *pfd, int ng, int root_done)
+{
+    int np = 0;
+    pfd[np++] = (struct pollfd){ parked.forwarded ? (root_done ? -1 : parked.sock)
+                                                  : standin.lfd, POLLIN, 0 };
+    pfd[np++] = (struct pollfd){ standin.sfd, POLLIN, 0 };
+    pfd[np++] = (struct pollfd){ parked.root_pidfd, POLLIN, 0 };
+    pfd[np++] = (struct pollfd){ standin.starter_done ? -1 : standin.starter_pidfd, POLLIN, 0 };
+    for (int g = 0; g < ng; g++)
+        pfd[np++] = (struct pollfd){ g > 0 ? parked.groups[g].fwd : -1, POLLIN, 0 };
+    for (int i = 0; i < standin.n; i++)
+        pfd[np++] = (struct pollfd){ standin.c[i].fd, POLLIN, 0 };  /* -1: ignored */
+    return np;
+}
+
+/* What the stand-ins said (their poll results from PFD): 1 in a task just
+ * forked for one (*TS), else 0; *SERVED counts the requests served. */
+static int hear_standins(const struct pollfd *pfd, long *served, struct task_start *ts)
+{
+    for (int i = 0; i < standin.n; i++) {
+        struct client *c = &standin.c[i];
+        short ev = pfd[i].revents;
+        if (c->fd < 0 || !ev)
+            continue;
+        if (c->task == 0 && (ev & POLLIN)) {
+            int rr = standin_request(c, ts);
+            if (rr == 1)
+                return 1;
+            *served += c->counted;
+            if (rr != -1)
+                continue;
+        } else if (!(ev & (POLLHUP | POLLERR))) {
+            /* Nothing more comes from a stand-in whose task runs: what
+             * it sends anyway is dropped (left, it would spin our poll). */
+            char junk[64];
+            if (recv(c->fd, junk, sizeof junk, MSG_DONTWAIT) != 0)
+                continue;
+        }
+        /* Failed, or the stand-in hung up: its task (if any) runs on,
+         * reaped here with nobody to tell; unless it was bound to its
+         * stand-in, which only hangs up first when it is killed (a
+         * SIGKILL the task, as the same process, would have had). */
+        if (c->task > 0 && c->bound)
+            kill(c->task, SIGKILL);
+        close(c->fd);
+        c->fd = -1;
     }
+    return 0;
+}
+
+/* Serve stand-ins until every task this node expects has been served (or
+ * refused) and has exited, or nobody is left to serve (the root), or
+ * until the root is done with us and our stand-ins' tasks have exited (a
+ * sub-zygote).  The zygote must outlive signals sent to the step's process
+ * group: it blocks them (its tasks set their own mask). */
+struct task_start zygote_serve_standin(void)
+{
+    if (start_serving())
+        return zygote_serve_standin();
     int ng = parked.forwarded ? 0 : parked.ngroups;
     static struct pollfd pfd[MAX_CLIENTS + PSPAWN_FANOUT_MAX + 4];
     long served = 0;
     long long idle_since = -1;
     int draining = 0, root_done = 0;
+    struct task_start ts;
     for (;;) {
         int wait_ms = -1;
         if (!parked.forwarded && !draining) {
@@ -520,16 +583,7 @@ struct task_start zygote_serve_standin(void)
             zygote_exit(0);
         if (parked.forwarded && !root_done)
             tell_load();
-        int np = 0;
-        pfd[np++] = (struct pollfd){ parked.forwarded ? (root_done ? -1 : parked.sock)
-                                                      : standin.lfd, POLLIN, 0 };
-        pfd[np++] = (struct pollfd){ standin.sfd, POLLIN, 0 };
-        pfd[np++] = (struct pollfd){ parked.root_pidfd, POLLIN, 0 };
-        pfd[np++] = (struct pollfd){ standin.starter_done ? -1 : standin.starter_pidfd, POLLIN, 0 };
-        for (int g = 0; g < ng; g++)
-            pfd[np++] = (struct pollfd){ g > 0 ? parked.groups[g].fwd : -1, POLLIN, 0 };
-        for (int i = 0; i < standin.n; i++)
-            pfd[np++] = (struct pollfd){ standin.c[i].fd, POLLIN, 0 };  /* -1: ignored */
+        int np = serving_pollfds(pfd, ng, root_done);
         int r = poll(pfd, (nfds_t)np, wait_ms);
         if (r <= 0)
             continue;
@@ -542,41 +596,12 @@ struct task_start zygote_serve_standin(void)
         for (int g = 1; g < ng; g++)
             if (pfd[4 + g].revents && parked.groups[g].fwd >= 0)
                 hear_sub(g, pfd[4 + g].revents);
-        int first = 4 + ng;
-        for (int i = 0; i < standin.n; i++) {
-            struct client *c = &standin.c[i];
-            short ev = pfd[first + i].revents;
-            if (c->fd < 0 || !ev)
-                continue;
-            if (c->task == 0 && (ev & POLLIN)) {
-                struct task_start ts;
-                int rr = standin_request(c, &ts);
-                if (rr == 1)
-                    return ts;
-                served += c->counted;
-                if (rr != -1)
-                    continue;
-            } else if (!(ev & (POLLHUP | POLLERR))) {
-                /* Nothing more comes from a stand-in whose task runs: what
-                 * it sends anyway is dropped (left, it would spin our poll). */
-                char junk[64];
-                if (recv(c->fd, junk, sizeof junk, MSG_DONTWAIT) != 0)
-                    continue;
-            }
-            /* Failed, or the stand-in hung up: its task (if any) runs on,
-             * reaped here with nobody to tell; unless it was bound to its
-             * stand-in, which only hangs up first when it is killed (a
-             * SIGKILL the task, as the same process, would have had). */
-            if (c->task > 0 && c->bound)
-                kill(c->task, SIGKILL);
-            close(c->fd);
-            c->fd = -1;
-        }
+        if (hear_standins(pfd + 4 + ng, &served, &ts))
+            return ts;
         compact();
         if (!(pfd[0].revents & (POLLIN | POLLHUP)))
             continue;
         if (parked.forwarded) {
-            struct task_start ts;
             int rr = forwarded_request(&ts);
             if (rr == 1)
                 return ts;
