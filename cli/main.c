@@ -429,11 +429,10 @@ static void take_signals(struct task *tasks, int *running)
 /* Until every task has ended and its --label pipes are drained: pass
  * signals on, and with --timeout, terminate the tasks (SIGTERM, SIGKILL
  * 5 s later) once it is over (counted from T1).  1 if it was. */
-static int supervise(struct task *tasks, int running, double t1)
+static int supervise(struct task *tasks, struct pollfd *pfd, int running, double t1)
 {
     double deadline = opt.timeout > 0 ? t1 + opt.timeout : 0, kill_at = 0;
     int timed_out = 0;
-    struct pollfd *pfd = calloc(2 * (size_t)opt.n + 1, sizeof *pfd);
     reap_all(tasks, &running);
     for (;;) {
         int open_pipes = 0, np = 0;
@@ -479,7 +478,6 @@ static int supervise(struct task *tasks, int running, double t1)
                         drain_fd(&tasks[i], i, 1, 0);
                 }
     }
-    free(pfd);
     return timed_out;
 }
 
@@ -523,8 +521,10 @@ int main(int argc, char **argv)
     }
     if (catch_signals() < 0)
         return 1;
+    /* Both before any task runs: once they do, pspawn must supervise. */
     struct task *tasks = calloc((size_t)opt.n, sizeof *tasks);
-    if (!tasks) {
+    struct pollfd *pfd = calloc(2 * (size_t)opt.n + 1, sizeof *pfd);
+    if (!tasks || !pfd) {
         perror(progname);
         return 1;
     }
@@ -564,7 +564,8 @@ int main(int argc, char **argv)
         signal(SIGTTOU, SIG_IGN);
         gave_tty = tcsetpgrp(0, pgid) == 0;
     }
-    int timed_out = supervise(tasks, running, t1);
+    int timed_out = supervise(tasks, pfd, running, t1);
+    free(pfd);
     if (gave_tty)
         tcsetpgrp(0, getpgrp());
     int code = worst_exit_code(tasks);

@@ -278,6 +278,10 @@ static char **command_line(int argc, char **argv)
     char **targv;
     if (shim.argv0) {
         targv = calloc((size_t)argc + 1, sizeof *targv);
+        if (!targv) {
+            perror("pspawn-shim");
+            return NULL;
+        }
         targv[0] = shim.argv0;
         for (int i = 1; i < argc; i++)
             targv[i] = argv[i];
