@@ -526,6 +526,8 @@ int main(int argc, char **argv)
     struct pollfd *pfd = calloc(2 * (size_t)opt.n + 1, sizeof *pfd);
     if (!tasks || !pfd) {
         perror(progname);
+        free(tasks);
+        free(pfd);
         return 1;
     }
     for (int i = 0; i < opt.n; i++)
@@ -536,6 +538,7 @@ int main(int argc, char **argv)
     if (!opt.force_exec && (err = create_context(&ctx, path, targv))) {
         fprintf(stderr, "%s: %s: %s\n", progname, targv[0], strerror(err));
         free(tasks);
+        free(pfd);
         free_options();
         return err == ENOENT ? 127 : 126;
     }
