@@ -21,6 +21,17 @@
  *
  * Thread safety: a context may be used by one thread at a time.  Distinct
  * contexts are independent.
+ *
+ * ABI: libpspawn.so.0 exports the calls declared here and nothing else,
+ * each at symbol version PSPAWN_0.1 (libpspawn/libpspawn.map).  Contexts,
+ * attributes and sessions are opaque: the caller holds a handle of one
+ * pointer, and what lies behind it may grow freely.  The structs the
+ * caller fills or allocates (pspawn_task_t, pspawn_task_status_t,
+ * pspawn_zygote_info_t, pspawn_session_counts_t) are fixed at version
+ * PSPAWN_0.1: a later release that grows one adds a new version of each
+ * call that takes it (PSPAWN_0.2) and keeps the old one, so a program
+ * built against this header keeps working with libpspawn.so.0.  A call
+ * removed or changed incompatibly would change the soname.
  */
 #ifndef PSPAWN_H
 #define PSPAWN_H

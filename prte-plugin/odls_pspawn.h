@@ -8,7 +8,8 @@
  *
  * MCA parameters: odls_pspawn_fanout (auto, none, numa, l3, package, core,
  * or N cores per zygote), one per other key of libpspawn's options
- * (odls_pspawn_subzygote, _start, _cgroup, _python, _modules, _preload), and
+ * (odls_pspawn_subzygote, _start, _cgroup, _python, _modules, _preload,
+ * _mode), and
  * odls_pspawn_options for words; odls_pspawn_reuse (job, or dvm: a DVM's
  * jobs share a zygote per program), odls_pspawn_idle and
  * odls_pspawn_zygotes for a DVM's, e.g.
@@ -17,7 +18,7 @@
 #ifndef PRTE_ODLS_PSPAWN_H
 #define PRTE_ODLS_PSPAWN_H
 
-/* odls_pspawn_subzygote, _start, _cgroup, _python, _modules, _preload */
+/* odls_pspawn_subzygote, _start, _cgroup, _python, _modules, _preload, _mode */
 #define PSPAWN_MCA_KEYS 7
 
 #include "prte_config.h"

@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -135,6 +136,69 @@ static int same_program(const struct zygote *z, const char *cmd)
            st.st_mtim.tv_nsec == z->prog.st_mtim.tv_nsec;
 }
 
+/* The options of the MCA parameters as libpspawn's text, fanout first;
+ * NULL when out of memory. */
+static char *mca_options(void)
+{
+    char *options = NULL;
+    const char *fanout = prte_mca_odls_pspawn_component.fanout;
+    const char *more = prte_mca_odls_pspawn_component.options;
+    static const char *const names[PSPAWN_MCA_KEYS] = { "subzygote", "start", "cgroup", "python",
+                                                        "modules", "preload", "mode" };
+    if (pmix_asprintf(&options, "fanout=%s", NULL != fanout && '\0' != fanout[0] ? fanout : "auto") < 0)
+        options = NULL;
+    for (int i = 0; NULL != options && i < PSPAWN_MCA_KEYS; i++) {
+        const char *v = prte_mca_odls_pspawn_component.keys[i];
+        char *longer = NULL;
+        if (NULL == v || '\0' == v[0])
+            continue;
+        if (pmix_asprintf(&longer, "%s,%s=%s", options, names[i], v) < 0)
+            longer = NULL;
+        free(options);
+        options = longer;
+    }
+    if (NULL != options && NULL != more && '\0' != more[0]) {
+        char *longer = NULL;
+        if (pmix_asprintf(&longer, "%s,%s", options, more) < 0)
+            longer = NULL;
+        free(options);
+        options = longer;
+    }
+    return options;
+}
+
+/* What is wrong with the MCA parameters, into MSG; 0 if nothing. */
+static int mca_check(const char *options, char *msg, size_t size)
+{
+    const char *reuse = prte_mca_odls_pspawn_component.reuse;
+    if (NULL != reuse && '\0' != reuse[0] && 0 != strcmp(reuse, "job") && 0 != strcmp(reuse, "dvm")) {
+        /* A typo must not quietly give the other sharing. */
+        snprintf(msg, size, "odls_pspawn_reuse=%s: neither job nor dvm", reuse);
+        return EINVAL;
+    }
+    return NULL != options ? pspawn_options_check(options, msg, size) : 0;
+}
+
+/* Start Z's zygote.  It runs the constructors once, with the environment
+ * of the first rank ENV: the ranks' loader variables are the same as its
+ * own.  Parameters that do not parse are said once, and the ranks not
+ * started. */
+static void start_zygote(struct zygote *z, char **env)
+{
+    char msg[256];
+    char *options = mca_options();
+    if (0 != mca_check(options, msg, sizeof msg)) {
+        /* Said in each rank's "failed to start" message, which mpirun
+         * shows from every node (prted's own output it does not). */
+        if (pmix_asprintf(&z->why, "MCA parameters odls_pspawn_*: %s", msg) < 0)
+            z->why = NULL;
+        z->err = EINVAL;
+    } else {
+        z->err = NULL == options ? ENOMEM : pspawn_context_create_opts(&z->ctx, z->cmd, env, options);
+    }
+    free(options);
+}
+
 struct zygote *pspawn_zygote_for(prte_odls_spawn_caddy_t *cd, const pmix_nspace_t job)
 {
     char *cmd = pspawn_program_path(cd);
@@ -177,43 +241,7 @@ struct zygote *pspawn_zygote_for(prte_odls_spawn_caddy_t *cd, const pmix_nspace_
     z->last_used = now_s();
     if (0 != stat(cmd, &z->prog))
         memset(&z->prog, 0, sizeof z->prog);
-    /* The zygote runs the constructors once, with the environment of the
-     * first rank: the ranks' loader variables are the same as its own.
-     * Options that do not parse are said once, and the ranks not started. */
-    char *options = NULL, msg[256];
-    const char *fanout = prte_mca_odls_pspawn_component.fanout;
-    const char *more = prte_mca_odls_pspawn_component.options;
-    static const char *const names[PSPAWN_MCA_KEYS] = { "subzygote", "start", "cgroup", "python",
-                                                        "modules", "preload", "mode" };
-    if (pmix_asprintf(&options, "fanout=%s", NULL != fanout && '\0' != fanout[0] ? fanout : "auto") < 0)
-        options = NULL;
-    for (int i = 0; NULL != options && i < PSPAWN_MCA_KEYS; i++) {
-        const char *v = prte_mca_odls_pspawn_component.keys[i];
-        char *longer = NULL;
-        if (NULL == v || '\0' == v[0])
-            continue;
-        if (pmix_asprintf(&longer, "%s,%s=%s", options, names[i], v) < 0)
-            longer = NULL;
-        free(options);
-        options = longer;
-    }
-    if (NULL != options && NULL != more && '\0' != more[0]) {
-        char *longer = NULL;
-        if (pmix_asprintf(&longer, "%s,%s", options, more) < 0)
-            longer = NULL;
-        free(options);
-        options = longer;
-    }
-    if (NULL != options && 0 != pspawn_options_check(options, msg, sizeof msg)) {
-        /* Said in each rank's "failed to start" message, which mpirun
-         * shows from every node (prted's own output it does not). */
-        if (pmix_asprintf(&z->why, "MCA parameters odls_pspawn_*: %s", msg) < 0)
-            z->why = NULL;
-        z->err = EINVAL;
-    } else {
-        z->err = NULL == options ? ENOMEM : pspawn_context_create_opts(&z->ctx, cmd, cd->env, options);
-    }
-    free(options);
+    start_zygote(z, cd->env);
     nzygotes++;
     if (dvm && !timer_armed)
         timer_armed = 0 == pspawn_after((unsigned)prte_mca_odls_pspawn_component.idle * 1000,

@@ -16,12 +16,12 @@ spank_plugin_sources = \
 
 # One test program: the fake slurmstepd, the plugin's tests, the mover's.
 spank_test_plugin_sources = \
-	spank/test-plugin.c spank/test-plugin.h \
-	spank/test-slurmstepd.c spank/test-mover.c
+	tests/integration/spank-plugin.c tests/integration/spank-plugin.h \
+	tests/integration/spank-slurmstepd.c tests/integration/spank-mover.c
 
 # Also in the tarball of a build without Slurm.
-EXTRA_DIST += $(spank_plugin_sources) spank/test-config.c $(spank_test_plugin_sources) \
-	spank/test-cgroup.c
+EXTRA_DIST += $(spank_plugin_sources) tests/unit/spank-config.c $(spank_test_plugin_sources) \
+	tests/unit/spank-cgroup.c
 
 # make distcheck installs as a user, under its own prefix.
 AM_DISTCHECK_CONFIGURE_FLAGS = --with-slurm-plugindir='$${libdir}/slurm'
@@ -38,27 +38,27 @@ spank_spank_pspawn_la_LDFLAGS = -module -avoid-version -shared \
 spank_spank_pspawn_la_LIBADD = libpspawn/libpspawn-wire.la
 
 # The parser, with no Slurm at all.
-check_PROGRAMS += spank/test-config
-TESTS += spank/test-config
-spank_test_config_SOURCES = spank/test-config.c spank/pspawn_config.c spank/pspawn_config.h
-spank_test_config_LDADD = libpspawn/libpspawn-wire.la
-spank_test_config_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests \
+check_PROGRAMS += tests/unit/spank-config
+TESTS += tests/unit/spank-config
+tests_unit_spank_config_SOURCES = tests/unit/spank-config.c spank/pspawn_config.c spank/pspawn_config.h
+tests_unit_spank_config_LDADD = libpspawn/libpspawn-wire.la
+tests_unit_spank_config_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/spank \
 	-DPSPAWN_SHIM_PATH='"/test/pspawn-shim"'
 
 # Which cgroup.procs files the mover writes, from /proc text.
-check_PROGRAMS += spank/test-cgroup
-TESTS += spank/test-cgroup
-spank_test_cgroup_SOURCES = spank/test-cgroup.c spank/pspawn_cgroup.h
-spank_test_cgroup_LDADD = libpspawn/libpspawn-wire.la
-spank_test_cgroup_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests
+check_PROGRAMS += tests/unit/spank-cgroup
+TESTS += tests/unit/spank-cgroup
+tests_unit_spank_cgroup_SOURCES = tests/unit/spank-cgroup.c spank/pspawn_cgroup.h
+tests_unit_spank_cgroup_LDADD = libpspawn/libpspawn-wire.la
+tests_unit_spank_cgroup_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/spank
 
 # The built plugin in a fake slurmstepd that defines the SPANK calls.
-check_PROGRAMS += spank/test-plugin
-TESTS += spank/test-plugin
-spank_test_plugin_SOURCES = $(spank_test_plugin_sources)
-spank_test_plugin_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS) -I$(top_srcdir)/tests \
+check_PROGRAMS += tests/integration/spank-plugin
+TESTS += tests/integration/spank-plugin
+tests_integration_spank_plugin_SOURCES = $(spank_test_plugin_sources)
+tests_integration_spank_plugin_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS) -I$(top_srcdir)/spank \
 	-DPLUGIN_PATH='"$(abs_top_builddir)/spank/.libs/spank_pspawn.so"'
-spank_test_plugin_LDFLAGS = $(AM_LDFLAGS) -export-dynamic -no-install
-spank_test_plugin_LDADD = libpspawn/libpspawn-wire.la
-spank_test_plugin_DEPENDENCIES = spank/spank_pspawn.la
+tests_integration_spank_plugin_LDFLAGS = $(AM_LDFLAGS) -export-dynamic -no-install
+tests_integration_spank_plugin_LDADD = libpspawn/libpspawn-wire.la
+tests_integration_spank_plugin_DEPENDENCIES = spank/spank_pspawn.la
 endif

@@ -1,7 +1,7 @@
 /*
  * The plugin's settings: the plugstack.conf arguments and the values of
  * the --pspawn option, parsed in one place.  Nothing here calls Slurm, so
- * spank/test-config.c can test it without a cluster.
+ * tests/unit/spank-config.c can test it without a cluster.
  */
 #ifndef PSPAWN_CONFIG_H
 #define PSPAWN_CONFIG_H

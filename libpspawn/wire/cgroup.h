@@ -2,7 +2,7 @@
  * cgroup paths from /proc text: where a process's cgroups are, for the
  * Slurm mover (which moves a task into its stand-in's cgroups) and for the
  * library (subzygote=cgroup makes tasks in the launcher's own cgroup).
- * Pure text work, unit-tested in spank/test-cgroup.c.
+ * Pure text work, unit-tested in tests/unit/spank-cgroup.c.
  */
 #ifndef PSPAWN_WIRE_CGROUP_H
 #define PSPAWN_WIRE_CGROUP_H

@@ -71,10 +71,18 @@ if have_odls_pspawn; then
     [ $rc != 0 ] && grep -aq 'fanout=bogus' "$tmp/bogus.mpirun"
     ok $? "mpirun --mca odls_pspawn_fanout bogus: the rank is not started, the message names it (rc $rc)" ||
         diag_file "$tmp/bogus.mpirun"
+
+    ax "mpirun --host c1:1 --mca odls pspawn --mca odls_pspawn_reuse dvn -n 1 ./mpix hello" \
+        >"$tmp/reuse.mpirun" 2>&1
+    rc=$?
+    [ $rc != 0 ] && grep -aq 'odls_pspawn_reuse=dvn' "$tmp/reuse.mpirun"
+    ok $? "mpirun --mca odls_pspawn_reuse dvn: the rank is not started, the message names it (rc $rc)" ||
+        diag_file "$tmp/reuse.mpirun"
 else
     skip "$NO_ODLS_WHY" "mpirun --mca odls_pspawn_fanout core: 4 ranks bound to cores forked"
     skip "$NO_ODLS_WHY" "mpirun --mca odls_pspawn_fanout core: each node's zygote serves 2 groups of CPUs"
     skip "$NO_ODLS_WHY" "mpirun --mca odls_pspawn_fanout bogus: the rank is not started"
+    skip "$NO_ODLS_WHY" "mpirun --mca odls_pspawn_reuse dvn: the rank is not started"
 fi
 
 tap_done

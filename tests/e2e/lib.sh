@@ -3,7 +3,7 @@
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # taplib.sh wants the build's variables; the e2e tests use none of them.
 PSPAWN_BIN=${PSPAWN_BIN:-unused} TESTS_BUILDDIR=${TESTS_BUILDDIR:-unused}
-. "$repo/tests/taplib.sh"
+. "$repo/tests/fixtures/taplib.sh"
 CTL=${PSPAWN_CTL:-pspawn-slurmctld}
 E2E=/home/alice/e2e
 

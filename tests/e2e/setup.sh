@@ -20,10 +20,10 @@ int main(int argc, char **argv)
     return sum == size * (size - 1) / 2 ? 0 : 1;
 }
 MPI
-ax "gcc -D_GNU_SOURCE -O2 -o task /usr/src/libpspawn/tests/task.c &&
-    gcc -D_GNU_SOURCE -O2 -static -o task-static /usr/src/libpspawn/tests/task.c &&
-    gcc -D_GNU_SOURCE -O2 -o probe /usr/src/libpspawn/tests/probe.c &&
-    gcc -D_GNU_SOURCE -O2 -o timers /usr/src/libpspawn/tests/timers.c &&
+ax "gcc -D_GNU_SOURCE -O2 -o task /usr/src/libpspawn/tests/fixtures/task.c &&
+    gcc -D_GNU_SOURCE -O2 -static -o task-static /usr/src/libpspawn/tests/fixtures/task.c &&
+    gcc -D_GNU_SOURCE -O2 -o probe /usr/src/libpspawn/tests/fixtures/probe.c &&
+    gcc -D_GNU_SOURCE -O2 -o timers /usr/src/libpspawn/tests/fixtures/timers.c &&
     mpicc -O2 -o mpi mpi.c &&
     mpicc -O2 -o mpix /usr/src/libpspawn/tests/e2e/mpix.c && cp mpix mpix2" || exit 1
 bx "gcc -O2 -I/usr/src/libpspawn/libpspawn/wire -I/usr/src/libpspawn/spank -o hostile /usr/src/libpspawn/tests/e2e/hostile.c" && ax "gcc -O2 -o faults-task /usr/src/libpspawn/tests/e2e/faults-task.c" || exit 1

@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "pspawn.h"
-#include "tap.h"
+#include "../fixtures/tap.h"
 
 enum { NODES = 4, CPUS = 8 };
 

@@ -1,0 +1,384 @@
+/*
+ * TAP: spank_pspawn.so in a fake slurmstepd (test-slurmstepd.c), which
+ * plays a step's callbacks and records what the plugin asked of it; the
+ * plugin's tests here, the root mover's in test-mover.c (test-plugin.h).
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../fixtures/tap.h"
+#include "spank-plugin.h"
+
+/* The one TAP stream, for the other files (test-plugin.h). */
+int shared_tap_ok(int cond, const char *fmt, ...)
+{
+    char text[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    return tap_ok(cond, "%s", text);
+}
+
+void shared_tap_skip(const char *reason, const char *fmt, ...)
+{
+    char text[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    tap_skip(reason, "%s", text);
+}
+
+int write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    int rc = fputs(text, f) < 0 ? -1 : 0;
+    return fclose(f) == 0 ? rc : -1;
+}
+
+static int is_hex32(const char *s)
+{
+    if (strlen(s) != 32)
+        return 0;
+    for (; *s; s++)
+        if (!isxdigit((unsigned char)*s) || isupper((unsigned char)*s))
+            return 0;
+    return 1;
+}
+
+/* SlurmdParameters=contain_spank: user_init runs in a clone of slurmstepd
+ * (another pid than init's), where a mover thread would die with it. */
+static void test_contain_spank(void)
+{
+    struct spank_handle sp = { 0 };
+    char *av[] = { "shim=" SHIM };
+    host.context = S_CTX_REMOTE;
+    host.uid = 65534;
+    host.jobid = 44;
+    host.stepid = 0;
+    host.local_tasks = 2;
+    env_clear();
+    host.argc = 1;
+    host.argv[0] = "app";
+    host.argv[1] = NULL;
+    if (load() < 0 || p_init(&sp, 1, av) != 0 || !host.option ||
+        host.option->cb(host.option->val, NULL, 1) != 0) {
+        tap_ok(0, "contain_spank: step set up");
+        return;
+    }
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        host.log[0] = '\0';
+        int rc = p_user_init(&sp, 0, NULL);
+        sp.in_task = 1;
+        rc |= p_task_init(&sp, 0, NULL);
+        int good = rc == 0 && env_get("PSPAWN_SHIM_KEY") && !env_get("PSPAWN_SHIM_MOVER") &&
+                   strstr(host.log, "contain_spank");
+        fflush(stdout);
+        _exit(good ? 0 : 1);
+    }
+    int st = -1;
+    waitpid(pid, &st, 0);
+    tap_ok(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+           "contain_spank (user_init in another process): tasks still go through the shim, "
+           "no mover, and the log says why");
+    p_exit(&sp, 0, NULL);
+    env_clear();
+    unload();
+}
+
+#define ARGV(...) { __VA_ARGS__, NULL }
+
+static void expect_shim(const char *what, const struct step *s, struct task *t);
+
+/* cgroup.conf's SignalChildrenProcesses, found beside slurm.conf, reaches
+ * the shim (its signals=auto then relays nothing under proctrack/cgroup). */
+static void test_signal_children(void)
+{
+    char dir[] = "/tmp/pspawn-test-conf.XXXXXX", conf[64], cg[64];
+    if (!mkdtemp(dir)) {
+        tap_skip("no temporary directory", "SignalChildrenProcesses read from cgroup.conf");
+        return;
+    }
+    snprintf(conf, sizeof conf, "%s/slurm.conf", dir);
+    snprintf(cg, sizeof cg, "%s/cgroup.conf", dir);
+    slurm_conf.slurm_conf = conf;
+    slurm_conf.proctrack_type = "proctrack/cgroup";
+    static const struct {
+        const char *text, *want;
+    } cases[] = {
+        { "CgroupPlugin=autodetect\n  signalchildrenprocesses = Yes  # 24.11\n", "1" },
+        { "SignalChildrenProcesses=no\n", "-" },
+        { "#SignalChildrenProcesses=yes\nConstrainCores=yes\n", "-" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct task t;
+        write_file(cg, cases[i].text);
+        expect_shim("--pspawn, proctrack/cgroup",
+                    &(struct step){ .plugstack = "shim=" SHIM, .option_given = 1, .stepid = 3,
+                                    .local_tasks = 2, .argv = ARGV("app") },
+                    &t);
+        tap_ok(strcmp(t.signal_children, cases[i].want) == 0,
+               "cgroup.conf beside slurm.conf \"%.*s\": PSPAWN_SHIM_SIGNAL_CHILDREN %s (%s)",
+               (int)strcspn(cases[i].text, "\n"), cases[i].text,
+               strcmp(cases[i].want, "1") == 0 ? "=1" : "unset", t.signal_children);
+    }
+    unlink(cg);
+    rmdir(dir);
+    slurm_conf.slurm_conf = NULL;
+    slurm_conf.proctrack_type = NULL;
+}
+
+static void expect_plain(const char *what, const struct step *s)
+{
+    struct task t;
+    int rc = run_step(s, &t, 1, NULL);
+    tap_ok(rc == 0 && !t.shim && t.n_pspawn_vars == 0 && strcmp(t.argv0, s->argv[0]) == 0,
+           "%s: plain exec of %s (got %s, %d PSPAWN_ variables)", what, s->argv[0], t.argv0,
+           t.n_pspawn_vars);
+}
+
+static void expect_shim(const char *what, const struct step *s, struct task *t)
+{
+    int rc = run_step(s, t, 1, NULL);
+    char want_argv[512];
+    join(want_argv, sizeof want_argv, (char *const *)s->argv, 0);
+    tap_ok(rc == 0 && t->shim && strcmp(t->argv0, SHIM) == 0 &&
+           strcmp(t->user_argv, want_argv) == 0,
+           "%s: execve runs the shim with the task's argv \"%s\" (got %s, \"%s\")", what,
+           want_argv, t->argv0, t->user_argv);
+}
+
+int main(void)
+{
+    /* Loads with every Slurm call it makes resolved here. */
+    tap_ok(load() == 0, "dlopen(RTLD_NOW) with only the SPANK API defined: %s", PLUGIN_PATH);
+    if (!plugin) {
+        tap_done();
+        return 1;
+    }
+    const char *name = dlsym(plugin, "plugin_name");
+    const char *type = dlsym(plugin, "plugin_type");
+    const unsigned int *version = dlsym(plugin, "plugin_version");
+    const unsigned int *spank_version = dlsym(plugin, "spank_plugin_version");
+    tap_ok(name && strcmp(name, "pspawn") == 0, "plugin_name is pspawn");
+    tap_ok(type && strcmp(type, "spank") == 0, "plugin_type is spank");
+    tap_ok(version && *version == SLURM_VERSION_NUMBER,
+           "plugin_version is this Slurm's (0x%x)", SLURM_VERSION_NUMBER);
+    tap_ok(spank_version != NULL, "spank_plugin_version is there");
+    tap_ok(dlsym(plugin, "pspawn_config_parse") == NULL, "internal functions are not exported");
+
+    /* Bad plugstack.conf arguments fail init, naming the argument. */
+    struct spank_handle sp = { 0 };
+    char *bad[] = { "default=on", "signals=sometimes" };
+    host.context = S_CTX_REMOTE;
+    host.n_errors = 0;
+    tap_ok(p_init(&sp, 2, bad) == -1 && strstr(host.last_error, "signals=sometimes"),
+           "bad argument: init fails, error names it (%s)", host.last_error);
+
+    /* The option, in srun: registered with an optional argument. */
+    host.context = S_CTX_LOCAL;
+    host.option = NULL;
+    char *none[] = { NULL };
+    tap_ok(p_init(&sp, 0, none) == 0 && host.option && strcmp(host.option->name, "pspawn") == 0 &&
+           host.option->has_arg == 2 && host.option->usage && strstr(host.option->usage, "off"),
+           "srun: --pspawn registered, optional argument, usage names the site default");
+    tap_ok(host.option && host.option->cb(host.option->val, "bogus", 0) != 0,
+           "--pspawn=bogus is refused in srun");
+    tap_ok(host.option && host.option->cb(host.option->val, NULL, 0) == 0 &&
+           host.option->cb(host.option->val, "auto", 0) == 0,
+           "--pspawn and --pspawn=auto are taken");
+    tap_ok(host.option && host.option->cb(host.option->val, "(null)", 0) == 0,
+           "sbatch --pspawn, as srun finds it in the job's environment (\"(null)\"), is taken");
+    tap_ok(p_user_init(&sp, 0, NULL) == 0 && p_task_init(&sp, 0, NULL) == 0,
+           "srun: user_init and task_init do nothing");
+    /* srun under a parallel debugger: the step is told, through srun's
+     * environment, to exec its tasks (the debugger must find the program,
+     * not the shim). */
+    unsetenv("SLURM_PSPAWN_DEBUGGER");
+    MPIR_being_debugged = 0;
+    tap_ok(p_post_opt(&sp, 0, NULL) == 0 && !getenv("SLURM_PSPAWN_DEBUGGER"),
+           "srun, no debugger: post_opt sets nothing");
+    MPIR_being_debugged = 1;
+    tap_ok(p_post_opt(&sp, 0, NULL) == 0 && getenv("SLURM_PSPAWN_DEBUGGER") &&
+           strcmp(getenv("SLURM_PSPAWN_DEBUGGER"), "1") == 0,
+           "srun under a debugger (MPIR_being_debugged): post_opt sets SLURM_PSPAWN_DEBUGGER=1");
+    unsetenv("SLURM_PSPAWN_DEBUGGER");
+    tap_ok(host.option && host.option->cb(host.option->val, "off", 0) == 0 &&
+           p_post_opt(&sp, 0, NULL) == 0 && !getenv("SLURM_PSPAWN_DEBUGGER"),
+           "srun under a debugger with --pspawn=off: nothing set");
+    MPIR_being_debugged = 0;
+    host.context = S_CTX_ALLOCATOR;
+    host.option = NULL;
+    tap_ok(p_init(&sp, 0, none) == 0 && host.option, "sbatch/salloc: --pspawn registered");
+    host.context = S_CTX_SLURMD;
+    host.option = NULL;
+    tap_ok(p_init(&sp, 0, none) == 0 && !host.option, "slurmd: nothing registered");
+    unload();
+
+    slurm_conf.proctrack_type = "proctrack/cgroup";
+    struct task t, t2, t3[3];
+
+    expect_plain("site default off, no --pspawn",
+                 &(struct step){ .plugstack = "shim=" SHIM, .stepid = 7, .local_tasks = 4,
+                                 .argv = ARGV("./app", "x") });
+
+    host.log[0] = '\0';
+    expect_plain("--pspawn, srun under a parallel debugger (SLURM_PSPAWN_DEBUGGER=1)",
+                 &(struct step){ .plugstack = "shim=" SHIM " debug=1", .option_given = 1,
+                                 .stepid = 7, .local_tasks = 4, .argv = ARGV("./app", "x"),
+                                 .env = "SLURM_PSPAWN_DEBUGGER=1" });
+    tap_ok(strstr(host.log, "parallel debugger") != NULL,
+           "under a parallel debugger: the reason is logged with debug=1");
+    expect_plain("--pspawn=off with SLURM_PSPAWN_DEBUGGER=1 (the variable is removed all the same)",
+                 &(struct step){ .plugstack = "shim=" SHIM, .option_given = 1, .optarg = "off",
+                                 .stepid = 7, .local_tasks = 4, .argv = ARGV("./app", "x"),
+                                 .env = "SLURM_PSPAWN_DEBUGGER=1" });
+
+    expect_shim("--pspawn",
+                &(struct step){ .plugstack = "shim=" SHIM, .option_given = 1, .stepid = 7,
+                                .local_tasks = 4, .argv = ARGV("./app", "-n", "3") },
+                &t);
+    tap_ok(strncmp(t.key, "1000.42.7.", 10) == 0 && strlen(t.key) == 26 &&
+           strspn(t.key + 10, "0123456789abcdef") == 16,
+           "PSPAWN_SHIM_KEY=uid.jobid.stepid.nonce, 16 hex digits of it random (%s)", t.key);
+    tap_ok(is_hex32(t.token), "PSPAWN_SHIM_TOKEN is 32 hex digits (%s)", t.token);
+    tap_ok(strcmp(t.local_tasks, "4") == 0, "PSPAWN_SHIM_LOCAL_TASKS=4 (%s)", t.local_tasks);
+    tap_ok(strcmp(t.signals, "auto") == 0 && strcmp(t.debug, "0") == 0,
+           "PSPAWN_SHIM_SIGNALS=auto, PSPAWN_SHIM_DEBUG=0 (%s, %s)", t.signals, t.debug);
+    tap_ok(strcmp(t.proctrack, "proctrack/cgroup") == 0,
+           "PSPAWN_SHIM_PROCTRACK from slurm_conf (%s)", t.proctrack);
+    /* The mover needs root (it takes back slurmstepd's saved uid 0). */
+    int mover = geteuid() == 0;
+    if (mover)
+        tap_ok(strncmp(t.mover, "pspawn-", 7) == 0 && strncmp(t.mover + 7, t.key, strlen(t.key)) == 0 &&
+               strcmp(t.mover + 7 + strlen(t.key), ".mover") == 0,
+               "as root: PSPAWN_SHIM_MOVER names the step's mover (%s)", t.mover);
+    else
+        tap_ok(strcmp(t.mover, "-") == 0 && strstr(host.last_error, "zygote's cgroups"),
+               "not root: no mover, and the log says why (%s)", host.last_error);
+#ifdef HAVE_SPANK_PREPEND_TASK_ARGV
+    tap_ok(t.n_pspawn_vars == 6 + mover, "%d PSPAWN_ variables, no PSPAWN_SHIM_ARGV0 (%d)",
+           6 + mover, t.n_pspawn_vars);
+#else
+    tap_ok(t.n_pspawn_vars == 7 + mover, "%d PSPAWN_ variables with PSPAWN_SHIM_ARGV0 (%d)",
+           7 + mover, t.n_pspawn_vars);
+#endif
+    if (mover) {
+        test_mover();
+        /* Without its mover, tasks would stay in the zygote's cgroups,
+         * accounted as another task: the step is exec'd instead. */
+        fail_bind_suffix = ".mover";
+        host.log[0] = '\0';
+        expect_plain("as root, the mover cannot listen (its name taken)",
+                     &(struct step){ .plugstack = "shim=" SHIM " debug=1", .option_given = 1,
+                                     .stepid = 9, .local_tasks = 4, .argv = ARGV("./app") });
+        fail_bind_suffix = NULL;
+        tap_ok(strstr(host.log, "the mover could not start") != NULL,
+               "the mover cannot listen: the log says why");
+    }
+    test_contain_spank();
+
+    /* Tasks of one step share the token; another step draws its own. */
+    struct step three = { .plugstack = "shim=" SHIM, .option_given = 1, .stepid = 8,
+                          .local_tasks = 3, .argv = ARGV("app") };
+    int rc = run_step(&three, &t3[0], 3, &t3[1]);
+    tap_ok(rc == 0 && t3[0].shim && t3[1].shim && t3[2].shim &&
+           strcmp(t3[0].token, t3[1].token) == 0 && strcmp(t3[0].token, t3[2].token) == 0 &&
+           strcmp(t3[0].user_argv, "app") == 0 && strcmp(t3[2].user_argv, "app") == 0,
+           "three tasks of one step: all through the shim, one token");
+    tap_ok(strcmp(t3[0].token, t.token) != 0, "another step, another token");
+
+    expect_shim("--pspawn from sbatch (\"(null)\")",
+                &(struct step){ .plugstack = "shim=" SHIM, .option_given = 1,
+                                .optarg = "(null)", .stepid = 0, .local_tasks = 1,
+                                .argv = ARGV("app") },
+                &t);
+    expect_shim("default=on, no --pspawn",
+                &(struct step){ .plugstack = "default=on shim=" SHIM, .stepid = 0,
+                                .local_tasks = 1, .argv = ARGV("/bin/app") },
+                &t);
+    expect_plain("default=on, --pspawn=off",
+                 &(struct step){ .plugstack = "default=on shim=" SHIM, .option_given = 1,
+                                 .optarg = "off", .stepid = 0, .local_tasks = 4,
+                                 .argv = ARGV("/bin/app") });
+    expect_plain("--pspawn=auto, one task on the node",
+                 &(struct step){ .plugstack = "shim=" SHIM, .option_given = 1, .optarg = "auto",
+                                 .stepid = 0, .local_tasks = 1, .argv = ARGV("app") });
+    expect_shim("--pspawn=auto, two tasks on the node",
+                &(struct step){ .plugstack = "shim=" SHIM, .option_given = 1, .optarg = "auto",
+                                .stepid = 0, .local_tasks = 2, .argv = ARGV("app") },
+                &t);
+    expect_shim("default=auto, two tasks on the node",
+                &(struct step){ .plugstack = "default=auto shim=" SHIM, .stepid = 0,
+                                .local_tasks = 2, .argv = ARGV("app") },
+                &t);
+    expect_plain("--pspawn, --pty (SLURM_PTY_PORT)",
+                 &(struct step){ .plugstack = "shim=" SHIM, .option_given = 1, .stepid = 1,
+                                 .local_tasks = 4, .argv = ARGV("bash"),
+                                 .env = "SLURM_PTY_PORT=41234" });
+    expect_plain("--pspawn, --multi-prog",
+                 &(struct step){ .plugstack = "shim=" SHIM, .option_given = 1, .stepid = 1,
+                                 .local_tasks = 4,
+                                 .argv = ARGV("mp.conf", "0-1 ./a\n2,3 ./b %t\n") });
+    expect_plain("--pspawn, --multi-prog of one line",
+                 &(struct step){ .plugstack = "shim=" SHIM, .option_given = 1, .stepid = 1,
+                                 .local_tasks = 4, .argv = ARGV("mp.conf", "* hostname") });
+    expect_shim("--pspawn, a program whose first argument has no rank list",
+                &(struct step){ .plugstack = "shim=" SHIM, .option_given = 1, .stepid = 1,
+                                .local_tasks = 4, .argv = ARGV("./app", "10", "-x") },
+                &t);
+    expect_plain("--pspawn, batch step",
+                 &(struct step){ .plugstack = "default=on shim=" SHIM, .option_given = 1,
+                                 .stepid = SLURM_BATCH_SCRIPT, .local_tasks = 1,
+                                 .argv = ARGV("/var/spool/slurmd/job42/slurm_script") });
+    expect_plain("--pspawn, extern step",
+                 &(struct step){ .plugstack = "default=on shim=" SHIM,
+                                 .stepid = SLURM_EXTERN_CONT, .local_tasks = 1,
+                                 .argv = ARGV("sleep", "100000000") });
+    expect_plain("--pspawn, --bcast to a directory",
+                 &(struct step){ .plugstack = "shim=" SHIM, .option_given = 1, .stepid = 1,
+                                 .local_tasks = 4, .argv = ARGV("/tmp/bcast/") });
+    host.n_errors = 0;
+    expect_plain("--pspawn, shim missing",
+                 &(struct step){ .plugstack = "shim=/nonexistent/pspawn-shim",
+                                 .option_given = 1, .stepid = 1, .local_tasks = 4,
+                                 .argv = ARGV("app") });
+    tap_ok(host.n_errors == 1 && strstr(host.last_error, "/nonexistent/pspawn-shim"),
+           "missing shim logged as an error naming it");
+    expect_plain("--pspawn, a variable cannot be set",
+                 &(struct step){ .plugstack = "shim=" SHIM, .option_given = 1, .stepid = 1,
+                                 .local_tasks = 4, .argv = ARGV("app"),
+                                 .fail_setenv = "PSPAWN_SHIM_SIGNALS" });
+
+    expect_shim("signals=no debug=1",
+                &(struct step){ .plugstack = "signals=no debug=1 shim=" SHIM,
+                                .option_given = 1, .optarg = "on", .stepid = 3,
+                                .local_tasks = 2, .argv = ARGV("app") },
+                &t2);
+    tap_ok(strcmp(t2.signals, "no") == 0 && strcmp(t2.debug, "1") == 0,
+           "PSPAWN_SHIM_SIGNALS=no, PSPAWN_SHIM_DEBUG=1 (%s, %s)", t2.signals, t2.debug);
+
+    slurm_conf.proctrack_type = NULL;
+    expect_shim("ProctrackType unknown",
+                &(struct step){ .plugstack = "shim=" SHIM, .option_given = 1, .stepid = 3,
+                                .local_tasks = 2, .argv = ARGV("app") },
+                &t2);
+    tap_ok(strcmp(t2.proctrack, "-") == 0, "no PSPAWN_SHIM_PROCTRACK when it is unknown");
+    test_signal_children();
+
+    tap_done();
+    return tap_failed ? 1 : 0;
+}

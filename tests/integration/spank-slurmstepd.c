@@ -1,0 +1,358 @@
+/*
+ * The fake slurmstepd of tests/integration/spank-plugin (test-plugin.h).
+ *
+ * It defines the SPANK calls the plugin may use (exported with
+ * -export-dynamic, as slurmstepd's libslurmfull does), loads the built
+ * plugin with RTLD_NOW (so a call outside this list fails the load), and
+ * plays the callbacks a step would: init, the --pspawn callback as Slurm
+ * hands the option over, user_init, then task_init for each task on a
+ * copy of the state, as each task's child would have.  PLUGIN_PATH is the
+ * plugin in the build tree.
+ */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "spank-plugin.h"
+
+/* ---- what the plugin's SPANK calls see ---- */
+
+struct fake_slurmstepd host;
+
+slurm_conf_t slurm_conf;
+
+/* srun's, which a parallel debugger sets (srun exports it). */
+int MPIR_being_debugged;
+
+static void log_line(const char *level, const char *fmt, va_list ap)
+{
+    char buf[1024];
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    printf("# %s: %s\n", level, buf);
+    size_t used = strlen(host.log);
+    snprintf(host.log + used, sizeof host.log - used, "%s\n", buf);
+    if (strcmp(level, "error") == 0) {
+        snprintf(host.last_error, sizeof host.last_error, "%s", buf);
+        host.n_errors++;
+    }
+}
+
+#define LOG_STUB(name, level)                  \
+    void name(const char *fmt, ...)            \
+    {                                          \
+        va_list ap;                            \
+        va_start(ap, fmt);                     \
+        log_line(level, fmt, ap);              \
+        va_end(ap);                            \
+    }
+LOG_STUB(slurm_error, "error")
+LOG_STUB(slurm_info, "info")
+LOG_STUB(slurm_verbose, "verbose")
+LOG_STUB(slurm_debug, "debug")
+LOG_STUB(slurm_debug2, "debug2")
+LOG_STUB(slurm_debug3, "debug3")
+LOG_STUB(slurm_spank_log, "spank")
+
+const char *spank_strerror(spank_err_t err)
+{
+    static char buf[32];
+    snprintf(buf, sizeof buf, "spank error %d", (int)err);
+    return buf;
+}
+
+spank_context_t spank_context(void)
+{
+    return host.context;
+}
+
+int spank_remote(spank_t sp)
+{
+    (void)sp;
+    return host.context == S_CTX_REMOTE;
+}
+
+spank_err_t spank_option_register(spank_t sp, struct spank_option *opt)
+{
+    (void)sp;
+    host.option = opt;
+    return ESPANK_SUCCESS;
+}
+
+spank_err_t spank_get_item(spank_t sp, spank_item_t item, ...)
+{
+    (void)sp;
+    va_list ap;
+    spank_err_t rc = ESPANK_SUCCESS;
+    va_start(ap, item);
+    switch (item) {
+    case S_JOB_UID:
+        *va_arg(ap, uid_t *) = host.uid;
+        break;
+    case S_JOB_ID:
+        *va_arg(ap, uint32_t *) = host.jobid;
+        break;
+    case S_JOB_STEPID:
+        *va_arg(ap, uint32_t *) = host.stepid;
+        break;
+    case S_JOB_LOCAL_TASK_COUNT:
+        *va_arg(ap, uint32_t *) = host.local_tasks;
+        break;
+    case S_JOB_ARGV: {
+        int *argc = va_arg(ap, int *);
+        char ***argv = va_arg(ap, char ***);
+        *argc = host.argc;
+        *argv = host.argv;
+        break;
+    }
+    default:
+        rc = ESPANK_BAD_ARG;
+    }
+    va_end(ap);
+    return rc;
+}
+
+static char **env_find(const char *var)
+{
+    size_t len = strlen(var);
+    for (int i = 0; i < MAX_ENV; i++)
+        if (host.env[i] && strncmp(host.env[i], var, len) == 0 && host.env[i][len] == '=')
+            return &host.env[i];
+    return NULL;
+}
+
+const char *env_get(const char *var)
+{
+    char **e = env_find(var);
+    return e ? *e + strlen(var) + 1 : NULL;
+}
+
+static void env_put(const char *var, const char *val)
+{
+    char **e = env_find(var);
+    if (!e)
+        for (int i = 0; i < MAX_ENV && !e; i++)
+            if (!host.env[i])
+                e = &host.env[i];
+    free(*e);
+    size_t n = strlen(var) + strlen(val) + 2;
+    *e = malloc(n);
+    snprintf(*e, n, "%s=%s", var, val);
+}
+
+void env_clear(void)
+{
+    for (int i = 0; i < MAX_ENV; i++) {
+        free(host.env[i]);
+        host.env[i] = NULL;
+    }
+}
+
+static int env_count_prefix(const char *prefix)
+{
+    int n = 0;
+    for (int i = 0; i < MAX_ENV; i++)
+        if (host.env[i] && strncmp(host.env[i], prefix, strlen(prefix)) == 0)
+            n++;
+    return n;
+}
+
+spank_err_t spank_getenv(spank_t sp, const char *var, char *buf, int len)
+{
+    (void)sp;
+    const char *v = env_get(var);
+    if (!v)
+        return ESPANK_ENV_NOEXIST;
+    if ((int)strlen(v) >= len)
+        return ESPANK_NOSPACE;
+    memcpy(buf, v, strlen(v) + 1);
+    return ESPANK_SUCCESS;
+}
+
+spank_err_t spank_setenv(spank_t sp, const char *var, const char *val, int overwrite)
+{
+    (void)sp;
+    if (host.fail_setenv && strcmp(var, host.fail_setenv) == 0)
+        return ESPANK_ERROR;
+    if (!overwrite && env_get(var))
+        return ESPANK_ENV_EXISTS;
+    env_put(var, val);
+    return ESPANK_SUCCESS;
+}
+
+spank_err_t spank_unsetenv(spank_t sp, const char *var)
+{
+    (void)sp;
+    char **e = env_find(var);
+    if (e) {
+        free(*e);
+        *e = NULL;
+    }
+    return ESPANK_SUCCESS;
+}
+
+#ifdef HAVE_SPANK_PREPEND_TASK_ARGV
+spank_err_t spank_prepend_task_argv(spank_t sp, int argc, const char *argv[])
+{
+    if (!sp->in_task)
+        return ESPANK_NOT_TASK;
+    if (host.task_argc + argc > MAX_ARGV + 2)
+        return ESPANK_ERROR;
+    memmove(host.task_argv + argc, host.task_argv, (host.task_argc + 1) * sizeof(char *));
+    for (int i = 0; i < argc; i++)
+        host.task_argv[i] = strdup(argv[i]);
+    host.task_argc += argc;
+    return ESPANK_SUCCESS;
+}
+#endif
+
+/* ---- the plugin ---- */
+
+void *plugin;
+spank_f *p_init, *p_post_opt, *p_user_init, *p_task_init, *p_exit;
+
+int load(void)
+{
+    plugin = dlopen(PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
+    if (!plugin) {
+        printf("# dlopen: %s\n", dlerror());
+        return -1;
+    }
+    p_init = (spank_f *)dlsym(plugin, "slurm_spank_init");
+    p_post_opt = (spank_f *)dlsym(plugin, "slurm_spank_init_post_opt");
+    p_user_init = (spank_f *)dlsym(plugin, "slurm_spank_user_init");
+    p_task_init = (spank_f *)dlsym(plugin, "slurm_spank_task_init");
+    p_exit = (spank_f *)dlsym(plugin, "slurm_spank_exit");
+    return p_init && p_post_opt && p_user_init && p_task_init && p_exit ? 0 : -1;
+}
+
+void unload(void)
+{
+    dlclose(plugin);
+    plugin = NULL;
+    host.option = NULL;
+}
+
+static void copy_var(char *dst, size_t len, const char *var)
+{
+    const char *v = env_get(var);
+    snprintf(dst, len, "%s", v ? v : "-");
+}
+
+void join(char *dst, size_t len, char *const *argv, int from)
+{
+    dst[0] = '\0';
+    for (int i = from; argv[i]; i++)
+        snprintf(dst + strlen(dst), len - strlen(dst), "%s%s", i > from ? " " : "", argv[i]);
+}
+
+/* Run the step's callbacks and one task's task_init; 0 if every callback
+ * returned 0 and the task's execve is described in *t. */
+int run_step(const struct step *s, struct task *t, int ntasks_run, struct task *more)
+{
+    struct spank_handle sp = { 0 };
+    char *av[16];
+    int ac = 0;
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", s->plugstack ? s->plugstack : "");
+    for (char *save = NULL, *w = strtok_r(buf, " ", &save); w && ac < 16;
+         w = strtok_r(NULL, " ", &save))
+        av[ac++] = w;
+
+    host.context = S_CTX_REMOTE;
+    host.uid = 1000;
+    host.jobid = 42;
+    host.stepid = s->stepid;
+    host.local_tasks = s->local_tasks;
+    host.fail_setenv = s->fail_setenv;
+    env_clear();
+    env_put("PATH", "/usr/bin:/bin");
+    if (s->env) {
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(s->env, "="), s->env);
+        env_put(name, strchr(s->env, '=') + 1);
+    }
+
+    if (load() < 0)
+        return -1;
+    if (p_init(&sp, ac, av) != 0 || !host.option)
+        return -1;
+    if (s->option_given && host.option->cb(host.option->val, s->optarg, 1) != 0)
+        return -1;
+    host.argc = 0;
+    for (int i = 0; s->argv[i]; i++)
+        host.argv[host.argc++] = (char *)s->argv[i];
+    host.argv[host.argc] = NULL;
+    if (p_user_init(&sp, 0, NULL) != 0)
+        return -1;
+
+    /* Each task's child starts from the step's state after user_init. */
+    char *saved_env[MAX_ENV];
+    for (int i = 0; i < MAX_ENV; i++)
+        saved_env[i] = host.env[i] ? strdup(host.env[i]) : NULL;
+    int rc = 0;
+    for (int k = 0; k < ntasks_run && rc == 0; k++) {
+        struct task *tk = k == 0 ? t : &more[k - 1];
+        memset(tk, 0, sizeof *tk);
+        env_clear();
+        for (int i = 0; i < MAX_ENV; i++)
+            host.env[i] = saved_env[i] ? strdup(saved_env[i]) : NULL;
+        host.argc = 0;
+        for (int i = 0; s->argv[i]; i++)
+            host.argv[host.argc++] = (char *)s->argv[i];
+        host.argv[host.argc] = NULL;
+#ifdef HAVE_SPANK_PREPEND_TASK_ARGV
+        host.task_argc = host.argc;
+        for (int i = 0; i <= host.argc; i++)
+            host.task_argv[i] = host.argv[i] ? strdup(host.argv[i]) : NULL;
+#endif
+        sp.in_task = 1;
+        if (p_task_init(&sp, 0, NULL) != 0)
+            rc = -1;
+        sp.in_task = 0;
+#ifdef HAVE_SPANK_PREPEND_TASK_ARGV
+        char **exec_argv = host.task_argv;
+#else
+        char **exec_argv = host.argv;
+#endif
+        snprintf(tk->argv0, sizeof tk->argv0, "%s", exec_argv[0]);
+        const char *argv0 = env_get("PSPAWN_SHIM_ARGV0");
+        tk->shim = env_get("PSPAWN_SHIM_KEY") != NULL;
+        if (argv0) {
+            /* In place: argv[0] is the shim, the task's argv[0] is in the env. */
+            char rest[512];
+            join(rest, sizeof rest, exec_argv, 1);
+            snprintf(tk->user_argv, sizeof tk->user_argv, "%.200s%s%.300s", argv0, rest[0] ? " " : "",
+                     rest);
+        } else {
+            join(tk->user_argv, sizeof tk->user_argv, exec_argv, tk->shim ? 1 : 0);
+        }
+        copy_var(tk->key, sizeof tk->key, "PSPAWN_SHIM_KEY");
+        copy_var(tk->token, sizeof tk->token, "PSPAWN_SHIM_TOKEN");
+        copy_var(tk->local_tasks, sizeof tk->local_tasks, "PSPAWN_SHIM_LOCAL_TASKS");
+        copy_var(tk->signals, sizeof tk->signals, "PSPAWN_SHIM_SIGNALS");
+        copy_var(tk->debug, sizeof tk->debug, "PSPAWN_SHIM_DEBUG");
+        copy_var(tk->proctrack, sizeof tk->proctrack, "PSPAWN_SHIM_PROCTRACK");
+        copy_var(tk->mover, sizeof tk->mover, "PSPAWN_SHIM_MOVER");
+        copy_var(tk->signal_children, sizeof tk->signal_children, "PSPAWN_SHIM_SIGNAL_CHILDREN");
+        tk->n_pspawn_vars = env_count_prefix("PSPAWN_") + env_count_prefix("SLURM_PSPAWN_");
+#ifdef HAVE_SPANK_PREPEND_TASK_ARGV
+        for (int i = 0; host.task_argv[i]; i++)
+            free(host.task_argv[i]);
+#else
+        if (host.argv[0] != s->argv[0])
+            free(host.argv[0]);     /* the plugin's copy of the shim path */
+#endif
+    }
+    for (int i = 0; i < MAX_ENV; i++)
+        free(saved_env[i]);
+    env_clear();
+    /* As slurmstepd does: exit (the mover thread stops), then unload. */
+    if (p_exit(&sp, 0, NULL) != 0)
+        rc = -1;
+    unload();
+    return rc;
+}
