@@ -56,7 +56,9 @@ for c in slurmctld c1 c2 c3; do
     [ -z "$out" ] || bad="$bad$(sed "s/^/$c: /" <<<"$out")"$'\n'
 done
 [ -z "$bad" ]
-ok $? "$pkgs installed on every container; dpkg -S owns the CLI, the plugin, the shim and the component"
+what="the CLI, the plugin, the shim"
+case " $pkgs " in *" openmpi-pspawn "*) what="$what and the component" ;; esac
+ok $? "$pkgs installed on every container; dpkg -S owns $what"
 [ -z "$bad" ] || printf '%s' "$bad" | head -n 20 | sed 's/^/#   /'
 
 # nm -D --defined-only of every shared object the packages install: each
