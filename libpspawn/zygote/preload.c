@@ -341,8 +341,11 @@ EXPORT void pspawn_record_dlopen(void *handle, int mode, long lmid)
         if (t >= 0) {
             char key[sizeof cache_key + 1];
             int klen = snprintf(key, sizeof key, "%s\n", cache_key);
-            if (write(t, key, (size_t)klen) == klen)
-                link(tmp, cache_path);
+            if (write(t, key, (size_t)klen) == klen && link(tmp, cache_path) < 0) {
+                /* EEXIST: another zygote made the file first, with the same
+                 * key line, and the open below appends to it; any other
+                 * error makes that open fail, and nothing is recorded. */
+            }
             close(t);
             unlink(tmp);
         }
