@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include "pspawn.h"
+#include "cpuclock.h"
 
 extern char **environ;
 
@@ -62,35 +63,6 @@ struct variant {
     const char *name, *options;     /* options NULL: posix_spawn */
     struct sample s[2][MAXR];       /* [0] 2 cores, [1] 1 core */
 };
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static double rusage_ms(int who)
-{
-    struct rusage ru;
-    getrusage(who, &ru);
-    return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
-           (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
-}
-
-/* A process's time on a CPU so far (ns in /proc/PID/schedstat), in ms. */
-static double cpu_ms(pid_t pid)
-{
-    char path[64];
-    unsigned long long ns = 0;
-    snprintf(path, sizeof path, "/proc/%ld/schedstat", (long)pid);
-    FILE *f = fopen(path, "re");
-    if (!f || fscanf(f, "%llu", &ns) != 1)
-        ns = 0;
-    if (f)
-        fclose(f);
-    return ns / 1e6;
-}
 
 static int cmp(const void *a, const void *b)
 {

@@ -18,13 +18,13 @@ bench_sessionbench_LDFLAGS = $(AM_LDFLAGS) -no-install
 # Where the CPU of a launch goes, process by process, and the model of
 # tasks/s at many cores from it (bench/run --fanout runs it).
 noinst_PROGRAMS += bench/fanbench
-bench_fanbench_SOURCES = bench/fanbench.c
+bench_fanbench_SOURCES = bench/fanbench.c bench/cpuclock.h
 bench_fanbench_LDADD = libpspawn/libpspawn.la
 bench_fanbench_LDFLAGS = $(AM_LDFLAGS) -no-install
 # Tasks/s in wall time, posix_spawn against libpspawn's variants, for a
 # curve over CPU counts on a many-core machine (bench/device-fanout).
 noinst_PROGRAMS += bench/scalebench
-bench_scalebench_SOURCES = bench/scalebench.c
+bench_scalebench_SOURCES = bench/scalebench.c bench/cpuclock.h
 bench_scalebench_LDADD = libpspawn/libpspawn.la
 bench_scalebench_LDFLAGS = $(AM_LDFLAGS) -no-install
 # The floor: the parked program forking itself, no protocol (bench/floor.c).

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "pspawn.h"
+#include "cpuclock.h"
 
 extern char **environ;
 
@@ -48,34 +49,6 @@ struct variant {
     const char *name;
     struct sample s[MAXR];
 };
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static double self_ms(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
-           (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
-}
-
-static double cpu_ms(pid_t pid)
-{
-    char path[64];
-    unsigned long long ns = 0;
-    snprintf(path, sizeof path, "/proc/%ld/schedstat", (long)pid);
-    FILE *f = fopen(path, "re");
-    if (!f || fscanf(f, "%llu", &ns) != 1)
-        ns = 0;
-    if (f)
-        fclose(f);
-    return ns / 1e6;
-}
 
 static int wait_all(const pid_t *pids, int n)
 {
@@ -95,7 +68,7 @@ static int wait_all(const pid_t *pids, int n)
 static int run_exec(int use_fork, const char *path, char **argv, int n, pid_t *pids,
                     struct sample *s)
 {
-    double l0 = self_ms(), t0 = now_ms();
+    double l0 = rusage_ms(RUSAGE_SELF), t0 = now_ms();
     for (int i = 0; i < n; i++) {
         if (!use_fork) {
             if (posix_spawn(&pids[i], path, NULL, NULL, argv, environ) != 0)
@@ -110,7 +83,7 @@ static int run_exec(int use_fork, const char *path, char **argv, int n, pid_t *p
     }
     int bad = wait_all(pids, n);
     s->wall = now_ms() - t0;
-    s->launcher = (self_ms() - l0) / n;
+    s->launcher = (rusage_ms(RUSAGE_SELF) - l0) / n;
     s->create = s->busiest = 0;
     s->zygotes = 0;
     return bad;
@@ -138,12 +111,12 @@ static int run_pspawn(const char *path, char **argv, const char *options, int n,
     nz = nz > MAXZ ? MAXZ : nz;
     for (size_t k = 0; k < nz; k++)
         zc0[k] = cpu_ms(z[k].pid);
-    double l0 = self_ms();
+    double l0 = rusage_ms(RUSAGE_SELF);
     t0 = now_ms();
     int bad = pspawn_n(pids, &ctx, n, argv) != 0;
     bad += wait_all(pids, n);
     s->wall = now_ms() - t0;
-    s->launcher = (self_ms() - l0) / n;
+    s->launcher = (rusage_ms(RUSAGE_SELF) - l0) / n;
     s->zygotes = (double)nz;
     s->busiest = 0;
     for (size_t k = 0; k < nz; k++) {
