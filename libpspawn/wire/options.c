@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "options.h"
@@ -91,6 +92,86 @@ _Static_assert(PSPAWN_WORD_ON - PSPAWN_WORD_OFF == ITEM_ON - ITEM_OFF &&
                PSPAWN_WORD_AUTO - PSPAWN_WORD_OFF == ITEM_AUTO - ITEM_OFF,
                "the words in the order of enum pspawn_word");
 
+/* The keys whose value is one of two words: the first sets the field to
+ * 0, the second to 1. */
+static const struct two_way {
+    int item;
+    const char *zero, *one, *expected;
+    size_t field;
+    unsigned given;
+} two_ways[] = {
+    { ITEM_START, "eager", "lazy", "eager or lazy", offsetof(struct pspawn_options, lazy),
+      PSPAWN_OPT_START },
+    { ITEM_PYTHON, "off", "auto", "auto or off", offsetof(struct pspawn_options, python),
+      PSPAWN_OPT_PYTHON },
+    { ITEM_REUSE, "step", "job", "step or job", offsetof(struct pspawn_options, reuse_job),
+      PSPAWN_OPT_REUSE },
+    { ITEM_MODE, "fork", "pip", "fork or pip", offsetof(struct pspawn_options, pip),
+      PSPAWN_OPT_MODE },
+};
+
+/* Key K's value V when K is a two-way key: 0 (set), 1 (not such a key) or
+ * -1 (a bad value, said in ERR). */
+static int parse_two_way(struct pspawn_options *o, int k, const char *v, size_t vlen, char *err,
+                         size_t errlen)
+{
+    for (int i = 0; i < N_OF(two_ways); i++) {
+        const struct two_way *t = &two_ways[i];
+        if (t->item != k)
+            continue;
+        int *field = (int *)((char *)o + t->field);
+        if (strcmp(v, t->zero) == 0)
+            *field = 0;
+        else if (strcmp(v, t->one) == 0)
+            *field = 1;
+        else
+            return pspawn_errmsg(err, errlen, "%s=%.*s: expected %s", item_names[k], (int)vlen, v,
+                                 t->expected);
+        o->given |= t->given;
+        return 0;
+    }
+    return 1;
+}
+
+/* fanout=V: a kind of group, or a number of cores per group. */
+static int parse_fanout(struct pspawn_options *o, const char *v, size_t vlen, char *err,
+                        size_t errlen)
+{
+    int k = lookup(v, vlen, fanout_names, N_OF(fanout_names));
+    if (k >= 0) {
+        o->fanout = k;
+    } else {
+        int n;
+        if (parse_count(v, vlen, 1, 4096, &n) < 0)
+            return pspawn_errmsg(err, errlen, "fanout=%.*s: expected auto, none, numa, l3, package, "
+                                 "core or a number of cores per group (1-4096)", (int)vlen, v);
+        o->fanout = PSPAWN_FANOUT_CORES;
+        o->cores_per_group = n;
+    }
+    o->given |= PSPAWN_OPT_FANOUT;
+    return 0;
+}
+
+/* modules=V: Python module names, colon-separated (kept comma-separated,
+ * as struct pspawn_options holds them). */
+static int parse_modules(struct pspawn_options *o, const char *v, size_t vlen, char *err,
+                         size_t errlen)
+{
+    if (vlen >= sizeof o->modules)
+        return pspawn_errmsg(err, errlen, "modules=: longer than %zu bytes", sizeof o->modules - 1);
+    for (size_t i = 0; i < vlen; i++) {
+        char c = v[i];
+        if (!(c == ':' || c == '.' || c == '_' || (c >= 'a' && c <= 'z') ||
+              (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')))
+            return pspawn_errmsg(err, errlen, "modules=%.*s: expected Python module names "
+                                 "separated by colons", (int)vlen, v);
+        o->modules[i] = c == ':' ? ',' : c;
+    }
+    o->modules[vlen] = 0;
+    o->given |= PSPAWN_OPT_MODULES;
+    return 0;
+}
+
 /* Item K (an enum item, or -1: none of them) with its value V (after the
  * '='), as getsubopt found it; ITEM (LEN bytes) is the item as the user
  * wrote it. */
@@ -107,6 +188,9 @@ static int parse_item(struct pspawn_options *o, int k, const char *v, const char
                              (int)len, item, (int)(eq - item), item);
     }
     size_t vlen = eq ? strlen(v) : 0;
+    int two_way = eq ? parse_two_way(o, k, v, vlen, err, errlen) : 1;
+    if (two_way <= 0)
+        return two_way;
     switch (k) {
     case ITEM_OFF:
     case ITEM_ON:
@@ -116,17 +200,8 @@ static int parse_item(struct pspawn_options *o, int k, const char *v, const char
         *word_given = 1;
         break;
     case ITEM_FANOUT:
-        if ((k = lookup(v, vlen, fanout_names, N_OF(fanout_names))) >= 0) {
-            o->fanout = k;
-        } else {
-            int n;
-            if (parse_count(v, vlen, 1, 4096, &n) < 0)
-                return pspawn_errmsg(err, errlen, "fanout=%.*s: expected auto, none, numa, l3, package, "
-                            "core or a number of cores per group (1-4096)", (int)vlen, v);
-            o->fanout = PSPAWN_FANOUT_CORES;
-            o->cores_per_group = n;
-        }
-        o->given |= PSPAWN_OPT_FANOUT;
+        if (parse_fanout(o, v, vlen, err, errlen) < 0)
+            return -1;
         break;
     case ITEM_SUBZYGOTE:
         if ((k = lookup(v, vlen, subzygote_names, N_OF(subzygote_names))) < 0)
@@ -135,30 +210,12 @@ static int parse_item(struct pspawn_options *o, int k, const char *v, const char
         o->subzygote = k;
         o->given |= PSPAWN_OPT_SUBZYGOTE;
         break;
-    case ITEM_START:
-        if (strcmp(v, "eager") == 0)
-            o->lazy = 0;
-        else if (strcmp(v, "lazy") == 0)
-            o->lazy = 1;
-        else
-            return pspawn_errmsg(err, errlen, "start=%.*s: expected eager or lazy", (int)vlen, v);
-        o->given |= PSPAWN_OPT_START;
-        break;
     case ITEM_CGROUP:
         if (vlen == 0 || v[0] != '/' || vlen >= sizeof o->cgroup)
             return pspawn_errmsg(err, errlen, "cgroup=%.*s: expected an absolute path (under %zu bytes)",
                         (int)vlen, v, sizeof o->cgroup);
         memcpy(o->cgroup, v, vlen + 1);
         o->given |= PSPAWN_OPT_CGROUP;
-        break;
-    case ITEM_PYTHON:
-        if (strcmp(v, "auto") == 0)
-            o->python = 1;
-        else if (strcmp(v, "off") == 0)
-            o->python = 0;
-        else
-            return pspawn_errmsg(err, errlen, "python=%.*s: expected auto or off", (int)vlen, v);
-        o->given |= PSPAWN_OPT_PYTHON;
         break;
     case ITEM_PRELOAD:
         if (strcmp(v, "off") == 0)
@@ -171,28 +228,8 @@ static int parse_item(struct pspawn_options *o, int k, const char *v, const char
         o->given |= PSPAWN_OPT_PRELOAD;
         break;
     case ITEM_MODULES:
-        if (vlen >= sizeof o->modules)
-            return pspawn_errmsg(err, errlen, "modules=: longer than %zu bytes",
-                                 sizeof o->modules - 1);
-        for (size_t i = 0; i < vlen; i++) {
-            char c = v[i];
-            if (!(c == ':' || c == '.' || c == '_' || (c >= 'a' && c <= 'z') ||
-                  (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')))
-                return pspawn_errmsg(err, errlen, "modules=%.*s: expected Python module names "
-                                     "separated by colons", (int)vlen, v);
-            o->modules[i] = c == ':' ? ',' : c;
-        }
-        o->modules[vlen] = 0;
-        o->given |= PSPAWN_OPT_MODULES;
-        break;
-    case ITEM_REUSE:
-        if (strcmp(v, "step") == 0)
-            o->reuse_job = 0;
-        else if (strcmp(v, "job") == 0)
-            o->reuse_job = 1;
-        else
-            return pspawn_errmsg(err, errlen, "reuse=%.*s: expected step or job", (int)vlen, v);
-        o->given |= PSPAWN_OPT_REUSE;
+        if (parse_modules(o, v, vlen, err, errlen) < 0)
+            return -1;
         break;
     case ITEM_IDLE:
         if (parse_count(v, vlen, 1, 86400, &o->idle_s) < 0)
@@ -204,15 +241,6 @@ static int parse_item(struct pspawn_options *o, int k, const char *v, const char
             return pspawn_errmsg(err, errlen, "zygotes=%.*s: expected a number of zygotes (1-64)",
                                  (int)vlen, v);
         o->given |= PSPAWN_OPT_ZYGOTES;
-        break;
-    case ITEM_MODE:
-        if (strcmp(v, "fork") == 0)
-            o->pip = 0;
-        else if (strcmp(v, "pip") == 0)
-            o->pip = 1;
-        else
-            return pspawn_errmsg(err, errlen, "mode=%.*s: expected fork or pip", (int)vlen, v);
-        o->given |= PSPAWN_OPT_MODE;
         break;
     }
     return 0;
