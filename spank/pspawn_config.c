@@ -165,7 +165,8 @@ int pspawn_config_parse(struct pspawn_config *cfg, int argc, char *const argv[],
             if (pspawn_options_parse(&o, arg, why, sizeof why) < 0)
                 return pspawn_errmsg(err, errlen, "plugstack.conf argument \"%s\": %s (the keys are "
                             "default=, signals=, debug=, shim=, and libpspawn's fanout=, "
-                            "subzygote=, start=, cgroup=, python=, modules=, preload=)", arg, why);
+                            "subzygote=, start=, cgroup=, python=, modules=, preload=, reuse=, idle=, "
+                            "zygotes=, mode=)", arg, why);
             if (append(cfg->options, sizeof cfg->options, arg, strlen(arg)) < 0)
                 return pspawn_errmsg(err, errlen, "plugstack.conf arguments: libpspawn's options "
                             "longer than %zu bytes", sizeof cfg->options - 1);

@@ -161,14 +161,12 @@ static void expect_shim(const char *what, const struct step *s, struct task *t)
            want_argv, t->argv0, t->user_argv);
 }
 
-int main(void)
+/* Loads with every Slurm call it makes resolved here; 0 when it did not. */
+static int case_plugin_symbols(void)
 {
-    /* Loads with every Slurm call it makes resolved here. */
     tap_ok(load() == 0, "dlopen(RTLD_NOW) with only the SPANK API defined: %s", PLUGIN_PATH);
-    if (!plugin) {
-        tap_done();
-        return 1;
-    }
+    if (!plugin)
+        return 0;
     const char *name = dlsym(plugin, "plugin_name");
     const char *type = dlsym(plugin, "plugin_type");
     const unsigned int *version = dlsym(plugin, "plugin_version");
@@ -179,7 +177,33 @@ int main(void)
            "plugin_version is this Slurm's (0x%x)", SLURM_VERSION_NUMBER);
     tap_ok(spank_version != NULL, "spank_plugin_version is there");
     tap_ok(dlsym(plugin, "pspawn_config_parse") == NULL, "internal functions are not exported");
+    return 1;
+}
 
+/* srun under a parallel debugger: the step is told, through srun's
+ * environment, to exec its tasks (the debugger must find the program,
+ * not the shim). */
+static void case_srun_post_opt_debugger(struct spank_handle *sp)
+{
+    unsetenv("SLURM_PSPAWN_DEBUGGER");
+    MPIR_being_debugged = 0;
+    tap_ok(p_post_opt(sp, 0, NULL) == 0 && !getenv("SLURM_PSPAWN_DEBUGGER"),
+           "srun, no debugger: post_opt sets nothing");
+    MPIR_being_debugged = 1;
+    tap_ok(p_post_opt(sp, 0, NULL) == 0 && getenv("SLURM_PSPAWN_DEBUGGER") &&
+           strcmp(getenv("SLURM_PSPAWN_DEBUGGER"), "1") == 0,
+           "srun under a debugger (MPIR_being_debugged): post_opt sets SLURM_PSPAWN_DEBUGGER=1");
+    unsetenv("SLURM_PSPAWN_DEBUGGER");
+    tap_ok(host.option && host.option->cb(host.option->val, "off", 0) == 0 &&
+           p_post_opt(sp, 0, NULL) == 0 && !getenv("SLURM_PSPAWN_DEBUGGER"),
+           "srun under a debugger with --pspawn=off: nothing set");
+    MPIR_being_debugged = 0;
+}
+
+/* Bad plugstack.conf arguments, then the option in srun, sbatch/salloc
+ * and slurmd; unloads the plugin at the end. */
+static void case_init_and_option(void)
+{
     /* Bad plugstack.conf arguments fail init, naming the argument. */
     struct spank_handle sp = { 0 };
     char *bad[] = { "default=on", "signals=sometimes" };
@@ -204,22 +228,7 @@ int main(void)
            "sbatch --pspawn, as srun finds it in the job's environment (\"(null)\"), is taken");
     tap_ok(p_user_init(&sp, 0, NULL) == 0 && p_task_init(&sp, 0, NULL) == 0,
            "srun: user_init and task_init do nothing");
-    /* srun under a parallel debugger: the step is told, through srun's
-     * environment, to exec its tasks (the debugger must find the program,
-     * not the shim). */
-    unsetenv("SLURM_PSPAWN_DEBUGGER");
-    MPIR_being_debugged = 0;
-    tap_ok(p_post_opt(&sp, 0, NULL) == 0 && !getenv("SLURM_PSPAWN_DEBUGGER"),
-           "srun, no debugger: post_opt sets nothing");
-    MPIR_being_debugged = 1;
-    tap_ok(p_post_opt(&sp, 0, NULL) == 0 && getenv("SLURM_PSPAWN_DEBUGGER") &&
-           strcmp(getenv("SLURM_PSPAWN_DEBUGGER"), "1") == 0,
-           "srun under a debugger (MPIR_being_debugged): post_opt sets SLURM_PSPAWN_DEBUGGER=1");
-    unsetenv("SLURM_PSPAWN_DEBUGGER");
-    tap_ok(host.option && host.option->cb(host.option->val, "off", 0) == 0 &&
-           p_post_opt(&sp, 0, NULL) == 0 && !getenv("SLURM_PSPAWN_DEBUGGER"),
-           "srun under a debugger with --pspawn=off: nothing set");
-    MPIR_being_debugged = 0;
+    case_srun_post_opt_debugger(&sp);
     host.context = S_CTX_ALLOCATOR;
     host.option = NULL;
     tap_ok(p_init(&sp, 0, none) == 0 && host.option, "sbatch/salloc: --pspawn registered");
@@ -227,10 +236,10 @@ int main(void)
     host.option = NULL;
     tap_ok(p_init(&sp, 0, none) == 0 && !host.option, "slurmd: nothing registered");
     unload();
+}
 
-    slurm_conf.proctrack_type = "proctrack/cgroup";
-    struct task t, t2, t3[3];
-
+static void case_off_and_debugger_exec(void)
+{
     expect_plain("site default off, no --pspawn",
                  &(struct step){ .plugstack = "shim=" SHIM, .stepid = 7, .local_tasks = 4,
                                  .argv = ARGV("./app", "x") });
@@ -246,52 +255,62 @@ int main(void)
                  &(struct step){ .plugstack = "shim=" SHIM, .option_given = 1, .optarg = "off",
                                  .stepid = 7, .local_tasks = 4, .argv = ARGV("./app", "x"),
                                  .env = "SLURM_PSPAWN_DEBUGGER=1" });
+}
 
+/* The variables a --pspawn task is given, in *t; returns whether a mover
+ * is expected (it needs root: it takes back slurmstepd's saved uid 0). */
+static int case_shim_variables(struct task *t)
+{
     expect_shim("--pspawn",
                 &(struct step){ .plugstack = "shim=" SHIM, .option_given = 1, .stepid = 7,
                                 .local_tasks = 4, .argv = ARGV("./app", "-n", "3") },
-                &t);
-    tap_ok(strncmp(t.key, "1000.42.7.", 10) == 0 && strlen(t.key) == 26 &&
-           strspn(t.key + 10, "0123456789abcdef") == 16,
-           "PSPAWN_SHIM_KEY=uid.jobid.stepid.nonce, 16 hex digits of it random (%s)", t.key);
-    tap_ok(is_hex32(t.token), "PSPAWN_SHIM_TOKEN is 32 hex digits (%s)", t.token);
-    tap_ok(strcmp(t.local_tasks, "4") == 0, "PSPAWN_SHIM_LOCAL_TASKS=4 (%s)", t.local_tasks);
-    tap_ok(strcmp(t.signals, "auto") == 0 && strcmp(t.debug, "0") == 0,
-           "PSPAWN_SHIM_SIGNALS=auto, PSPAWN_SHIM_DEBUG=0 (%s, %s)", t.signals, t.debug);
-    tap_ok(strcmp(t.proctrack, "proctrack/cgroup") == 0,
-           "PSPAWN_SHIM_PROCTRACK from slurm_conf (%s)", t.proctrack);
-    /* The mover needs root (it takes back slurmstepd's saved uid 0). */
+                t);
+    tap_ok(strncmp(t->key, "1000.42.7.", 10) == 0 && strlen(t->key) == 26 &&
+           strspn(t->key + 10, "0123456789abcdef") == 16,
+           "PSPAWN_SHIM_KEY=uid.jobid.stepid.nonce, 16 hex digits of it random (%s)", t->key);
+    tap_ok(is_hex32(t->token), "PSPAWN_SHIM_TOKEN is 32 hex digits (%s)", t->token);
+    tap_ok(strcmp(t->local_tasks, "4") == 0, "PSPAWN_SHIM_LOCAL_TASKS=4 (%s)", t->local_tasks);
+    tap_ok(strcmp(t->signals, "auto") == 0 && strcmp(t->debug, "0") == 0,
+           "PSPAWN_SHIM_SIGNALS=auto, PSPAWN_SHIM_DEBUG=0 (%s, %s)", t->signals, t->debug);
+    tap_ok(strcmp(t->proctrack, "proctrack/cgroup") == 0,
+           "PSPAWN_SHIM_PROCTRACK from slurm_conf (%s)", t->proctrack);
     int mover = geteuid() == 0;
     if (mover)
-        tap_ok(strncmp(t.mover, "pspawn-", 7) == 0 && strncmp(t.mover + 7, t.key, strlen(t.key)) == 0 &&
-               strcmp(t.mover + 7 + strlen(t.key), ".mover") == 0,
-               "as root: PSPAWN_SHIM_MOVER names the step's mover (%s)", t.mover);
+        tap_ok(strncmp(t->mover, "pspawn-", 7) == 0 &&
+                   strncmp(t->mover + 7, t->key, strlen(t->key)) == 0 &&
+                   strcmp(t->mover + 7 + strlen(t->key), ".mover") == 0,
+               "as root: PSPAWN_SHIM_MOVER names the step's mover (%s)", t->mover);
     else
-        tap_ok(strcmp(t.mover, "-") == 0 && strstr(host.last_error, "zygote's cgroups"),
+        tap_ok(strcmp(t->mover, "-") == 0 && strstr(host.last_error, "zygote's cgroups"),
                "not root: no mover, and the log says why (%s)", host.last_error);
 #ifdef HAVE_SPANK_PREPEND_TASK_ARGV
-    tap_ok(t.n_pspawn_vars == 6 + mover, "%d PSPAWN_ variables, no PSPAWN_SHIM_ARGV0 (%d)",
-           6 + mover, t.n_pspawn_vars);
+    tap_ok(t->n_pspawn_vars == 6 + mover, "%d PSPAWN_ variables, no PSPAWN_SHIM_ARGV0 (%d)",
+           6 + mover, t->n_pspawn_vars);
 #else
-    tap_ok(t.n_pspawn_vars == 7 + mover, "%d PSPAWN_ variables with PSPAWN_SHIM_ARGV0 (%d)",
-           7 + mover, t.n_pspawn_vars);
+    tap_ok(t->n_pspawn_vars == 7 + mover, "%d PSPAWN_ variables with PSPAWN_SHIM_ARGV0 (%d)",
+           7 + mover, t->n_pspawn_vars);
 #endif
-    if (mover) {
-        test_mover();
-        /* Without its mover, tasks would stay in the zygote's cgroups,
-         * accounted as another task: the step is exec'd instead. */
-        fail_bind_suffix = ".mover";
-        host.log[0] = '\0';
-        expect_plain("as root, the mover cannot listen (its name taken)",
-                     &(struct step){ .plugstack = "shim=" SHIM " debug=1", .option_given = 1,
-                                     .stepid = 9, .local_tasks = 4, .argv = ARGV("./app") });
-        fail_bind_suffix = NULL;
-        tap_ok(strstr(host.log, "the mover could not start") != NULL,
-               "the mover cannot listen: the log says why");
-    }
-    test_contain_spank();
+    return mover;
+}
 
-    /* Tasks of one step share the token; another step draws its own. */
+/* Without its mover, tasks would stay in the zygote's cgroups, accounted
+ * as another task: the step is exec'd instead. */
+static void case_mover_cannot_listen(void)
+{
+    fail_bind_suffix = ".mover";
+    host.log[0] = '\0';
+    expect_plain("as root, the mover cannot listen (its name taken)",
+                 &(struct step){ .plugstack = "shim=" SHIM " debug=1", .option_given = 1,
+                                 .stepid = 9, .local_tasks = 4, .argv = ARGV("./app") });
+    fail_bind_suffix = NULL;
+    tap_ok(strstr(host.log, "the mover could not start") != NULL,
+           "the mover cannot listen: the log says why");
+}
+
+/* Tasks of one step share the token; another step (*other) draws its own. */
+static void case_one_token_per_step(const struct task *other)
+{
+    struct task t3[3];
     struct step three = { .plugstack = "shim=" SHIM, .option_given = 1, .stepid = 8,
                           .local_tasks = 3, .argv = ARGV("app") };
     int rc = run_step(&three, &t3[0], 3, &t3[1]);
@@ -299,8 +318,13 @@ int main(void)
            strcmp(t3[0].token, t3[1].token) == 0 && strcmp(t3[0].token, t3[2].token) == 0 &&
            strcmp(t3[0].user_argv, "app") == 0 && strcmp(t3[2].user_argv, "app") == 0,
            "three tasks of one step: all through the shim, one token");
-    tap_ok(strcmp(t3[0].token, t.token) != 0, "another step, another token");
+    tap_ok(strcmp(t3[0].token, other->token) != 0, "another step, another token");
+}
 
+/* --pspawn's arguments and the site default decide, with the tasks' count. */
+static void case_option_and_default(void)
+{
+    struct task t;
     expect_shim("--pspawn from sbatch (\"(null)\")",
                 &(struct step){ .plugstack = "shim=" SHIM, .option_given = 1,
                                 .optarg = "(null)", .stepid = 0, .local_tasks = 1,
@@ -325,6 +349,12 @@ int main(void)
                 &(struct step){ .plugstack = "default=auto shim=" SHIM, .stepid = 0,
                                 .local_tasks = 2, .argv = ARGV("app") },
                 &t);
+}
+
+/* Steps the shim cannot serve (or must not) are exec'd as they are. */
+static void case_steps_left_plain(void)
+{
+    struct task t;
     expect_plain("--pspawn, --pty (SLURM_PTY_PORT)",
                  &(struct step){ .plugstack = "shim=" SHIM, .option_given = 1, .stepid = 1,
                                  .local_tasks = 4, .argv = ARGV("bash"),
@@ -351,6 +381,10 @@ int main(void)
     expect_plain("--pspawn, --bcast to a directory",
                  &(struct step){ .plugstack = "shim=" SHIM, .option_given = 1, .stepid = 1,
                                  .local_tasks = 4, .argv = ARGV("/tmp/bcast/") });
+}
+
+static void case_shim_failures(void)
+{
     host.n_errors = 0;
     expect_plain("--pspawn, shim missing",
                  &(struct step){ .plugstack = "shim=/nonexistent/pspawn-shim",
@@ -362,7 +396,12 @@ int main(void)
                  &(struct step){ .plugstack = "shim=" SHIM, .option_given = 1, .stepid = 1,
                                  .local_tasks = 4, .argv = ARGV("app"),
                                  .fail_setenv = "PSPAWN_SHIM_SIGNALS" });
+}
 
+/* Leaves slurm_conf.proctrack_type unset. */
+static void case_signals_debug_and_proctrack(void)
+{
+    struct task t2;
     expect_shim("signals=no debug=1",
                 &(struct step){ .plugstack = "signals=no debug=1 shim=" SHIM,
                                 .option_given = 1, .optarg = "on", .stepid = 3,
@@ -377,6 +416,29 @@ int main(void)
                                 .local_tasks = 2, .argv = ARGV("app") },
                 &t2);
     tap_ok(strcmp(t2.proctrack, "-") == 0, "no PSPAWN_SHIM_PROCTRACK when it is unknown");
+}
+
+int main(void)
+{
+    if (!case_plugin_symbols()) {
+        tap_done();
+        return 1;
+    }
+    case_init_and_option();
+
+    slurm_conf.proctrack_type = "proctrack/cgroup";
+    case_off_and_debugger_exec();
+    struct task t;
+    if (case_shim_variables(&t)) {
+        test_mover();
+        case_mover_cannot_listen();
+    }
+    test_contain_spank();
+    case_one_token_per_step(&t);
+    case_option_and_default();
+    case_steps_left_plain();
+    case_shim_failures();
+    case_signals_debug_and_proctrack();
     test_signal_children();
 
     tap_done();
