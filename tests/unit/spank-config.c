@@ -50,14 +50,17 @@ static void bad(const char *line, const char *named)
     tap_ok(strstr(err, named) != NULL, "message names \"%s\": %s", named, err);
 }
 
-int main(void)
+static void case_plugstack_defaults(void)
 {
     struct pspawn_config cfg;
     pspawn_config_defaults(&cfg);
     tap_ok(cfg.default_mode == PSPAWN_MODE_OFF && cfg.signals == PSPAWN_SIGNALS_AUTO &&
            cfg.debug == 0 && strcmp(cfg.shim, "/test/pspawn-shim") == 0,
            "defaults: default=off signals=auto debug=0 shim=PSPAWN_SHIM_PATH");
+}
 
+static void case_plugstack_accepted(void)
+{
     good("", PSPAWN_MODE_OFF, PSPAWN_SIGNALS_AUTO, 0, "/test/pspawn-shim");
     good("default=on", PSPAWN_MODE_ON, PSPAWN_SIGNALS_AUTO, 0, "/test/pspawn-shim");
     good("default=auto", PSPAWN_MODE_AUTO, PSPAWN_SIGNALS_AUTO, 0, "/test/pspawn-shim");
@@ -73,7 +76,10 @@ int main(void)
     good("debug=1 debug=0 default=on default=auto", PSPAWN_MODE_AUTO, PSPAWN_SIGNALS_AUTO, 0,
          "/test/pspawn-shim");
     good("shim=/a=b", PSPAWN_MODE_OFF, PSPAWN_SIGNALS_AUTO, 0, "/a=b");
+}
 
+static void case_plugstack_rejected(void)
+{
     bad("default=yes", "default=yes");
     bad("default=", "default=");
     bad("default=ON", "default=ON");
@@ -88,7 +94,11 @@ int main(void)
     bad("=on", "=on");
     bad("default=on bogus", "bogus");
     bad("signals=yes debug=1 default=of", "default=of");
+}
 
+static void case_plugstack_long_shim_and_tiny_error(void)
+{
+    struct pspawn_config cfg;
     char longpath[PATH_MAX + 16];
     memset(longpath, 'a', sizeof longpath - 1);
     longpath[0] = '/';
@@ -107,7 +117,10 @@ int main(void)
     char *bogus[] = { "bogus=1" };
     tap_ok(pspawn_config_parse(&cfg, 1, bogus, tiny, sizeof tiny) == -1 &&
            memchr(tiny, '\0', sizeof tiny) != NULL, "error message truncated and terminated");
+}
 
+static void case_pspawn_mode_words(void)
+{
     enum pspawn_mode m = PSPAWN_MODE_OFF;
     tap_ok(pspawn_mode_parse(NULL, &m) == 0 && m == PSPAWN_MODE_ON, "--pspawn alone: on");
     m = PSPAWN_MODE_OFF;
@@ -119,8 +132,11 @@ int main(void)
     tap_ok(pspawn_mode_parse("yes", &m) == -1 && m == PSPAWN_MODE_AUTO,
            "--pspawn=yes rejected, mode unchanged");
     tap_ok(pspawn_mode_parse("on ", &m) == -1, "--pspawn='on ' rejected");
+}
 
-    /* --pspawn=WORD,KEY=VALUE...: one syntax with libpspawn's options. */
+/* --pspawn=WORD,KEY=VALUE...: one syntax with libpspawn's options. */
+static void case_pspawn_args_accepted(void)
+{
     static const struct {
         const char *arg;
         enum pspawn_mode mode;
@@ -140,13 +156,17 @@ int main(void)
     };
     for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) {
         char opts[128] = "x", why[256];
-        m = PSPAWN_MODE_OFF;
+        enum pspawn_mode m = PSPAWN_MODE_OFF;
         int rc = pspawn_arg_parse(args[i].arg, &m, opts, sizeof opts, why, sizeof why);
         tap_ok(rc == 0 && m == args[i].mode && strcmp(opts, args[i].options) == 0,
                "--pspawn=%s: %s with \"%s\" (got rc %d, %s, \"%s\"%s%s)",
                args[i].arg ? args[i].arg : "", pspawn_mode_name(args[i].mode), args[i].options, rc,
                pspawn_mode_name(m), opts, rc ? ": " : "", rc ? why : "");
     }
+}
+
+static void case_pspawn_args_rejected(void)
+{
     static const struct {
         const char *arg, *named;
     } badargs[] = {
@@ -170,12 +190,16 @@ int main(void)
     };
     for (size_t i = 0; i < sizeof badargs / sizeof badargs[0]; i++) {
         char opts[128], why[256] = "";
-        m = PSPAWN_MODE_AUTO;
+        enum pspawn_mode m = PSPAWN_MODE_AUTO;
         int rc = pspawn_arg_parse(badargs[i].arg, &m, opts, sizeof opts, why, sizeof why);
         tap_ok(rc == -1 && strstr(why, badargs[i].named) != NULL,
                "--pspawn=%s rejected, naming \"%s\": %s", badargs[i].arg, badargs[i].named, why);
     }
+}
 
+static void case_site_and_reuse_options(void)
+{
+    struct pspawn_config cfg;
     /* plugstack.conf: libpspawn's keys are the site's defaults for every
      * step, in the order given. */
     char err2[256] = "";
@@ -206,6 +230,18 @@ int main(void)
                pspawn_options_parse(&back, text, err2, sizeof err2) == 0 && back.reuse_job &&
                back.idle_s == 30 && back.max_zygotes == 8,
            "formatted and read back: \"%s\"", text);
+}
+
+int main(void)
+{
+    case_plugstack_defaults();
+    case_plugstack_accepted();
+    case_plugstack_rejected();
+    case_plugstack_long_shim_and_tiny_error();
+    case_pspawn_mode_words();
+    case_pspawn_args_accepted();
+    case_pspawn_args_rejected();
+    case_site_and_reuse_options();
     bad("fanout=sideways", "fanout=sideways");
     bad("fanout=l3,start=lazy", "fanout=l3,start=lazy");
 
