@@ -305,10 +305,9 @@ static void test_mover_pid_reuse(const char *name, uid_t user, const char *token
     waitpid(victim, NULL, WNOHANG);
 }
 
-void test_mover(void)
+/* The step's init and user_init, as root with the mover's user; 0 when set up. */
+static int start_mover_step(struct spank_handle *sp, uid_t user)
 {
-    const uid_t user = 65534;
-    struct spank_handle sp = { 0 };
     char *av[] = { "shim=" SHIM };
     host.context = S_CTX_REMOTE;
     host.uid = user;
@@ -320,21 +319,24 @@ void test_mover(void)
     host.argc = 1;
     host.argv[0] = "app";
     host.argv[1] = NULL;
-    if (load() < 0 || p_init(&sp, 1, av) != 0 || !host.option ||
-        host.option->cb(host.option->val, NULL, 1) != 0 || p_user_init(&sp, 0, NULL) != 0) {
-        shared_tap_ok(0, "mover: step set up");
-        return;
-    }
-    /* One task's task_init sets the shim's variables. */
+    if (load() < 0 || p_init(sp, 1, av) != 0 || !host.option ||
+        host.option->cb(host.option->val, NULL, 1) != 0 || p_user_init(sp, 0, NULL) != 0)
+        return -1;
+    return 0;
+}
+
+/* One task's task_init sets the shim's variables. */
+static int run_one_task_init(struct spank_handle *sp)
+{
     char *app = host.argv[0];
 #ifdef HAVE_SPANK_PREPEND_TASK_ARGV
     host.task_argc = 1;
     host.task_argv[0] = strdup(app);
     host.task_argv[1] = NULL;
 #endif
-    sp.in_task = 1;
-    int trc = p_task_init(&sp, 0, NULL);
-    sp.in_task = 0;
+    sp->in_task = 1;
+    int trc = p_task_init(sp, 0, NULL);
+    sp->in_task = 0;
 #ifdef HAVE_SPANK_PREPEND_TASK_ARGV
     for (int i = 0; host.task_argv[i]; i++)
         free(host.task_argv[i]);
@@ -342,15 +344,11 @@ void test_mover(void)
     if (host.argv[0] != app)
         free(host.argv[0]);
 #endif
-    shared_tap_ok(trc == 0, "mover: task_init");
-    const char *name = env_get("PSPAWN_SHIM_MOVER");
-    const char *token = env_get("PSPAWN_SHIM_TOKEN");
-    shared_tap_ok(name && token && strncmp(name, "pspawn-65534.43.0.", 18) == 0 &&
-                      strlen(name) == 18 + 16 + 6 && strcmp(name + 18 + 16, ".mover") == 0,
-                  "mover: named for the step (%s)", name ? name : "none");
-    if (!name || !token)
-        goto out;
+    return trc;
+}
 
+static void case_mover_refusals(const char *name, uid_t user, const char *token)
+{
     struct mover_result r = ask_mover(name, user, token, 0, NULL, NULL);
     shared_tap_ok(r.err == 0 && r.moved == 0,
                   "a shim whose task is in its own cgroups already: nothing moved "
@@ -369,13 +367,16 @@ void test_mover(void)
     shared_tap_ok(r.err == ESRCH,
                   "a task whose real uid is the user's but not its effective one (a "
                   "set-uid program's) is not the shim's to move: ESRCH (err %d)", r.err);
+}
 
-    /* A shim that connects and stalls (suspended, say) holds up nobody:
-     * the next one is answered while it still waits for its reply. */
+/* A shim that connects and stalls (suspended, say) holds up nobody:
+ * the next one is answered while it still waits for its reply. */
+static void case_mover_stalled_shim(const char *name, uid_t user, const char *token)
+{
     struct staller st = stall_mover(name, user);
     char c = 0, none = 0;
     int connected = st.pid > 0 && read(st.hear, &c, 1) == 1 && c == 'c';
-    r = ask_mover(name, user, token, 0, NULL, NULL);
+    struct mover_result r = ask_mover(name, user, token, 0, NULL, NULL);
     if (st.pid > 0) {
         (void)!write(st.tell, "", 1);
         if (read(st.hear, &none, 1) != 1)
@@ -388,8 +389,30 @@ void test_mover(void)
                   "a shim that connected and stalls does not hold up the next: it is answered "
                   "(err %d) while the first still has no reply (%s)", r.err,
                   !connected ? "no stalled connection" : none ? "none" : "it had one");
+}
 
-    /* A real move: the shim in cgroup a, its task in b. */
+/* In cgroups a and b made under dir: the shim in a, its task in b. */
+static void case_mover_moves(const char *name, uid_t user, const char *token, const char *a,
+                             const char *b)
+{
+    /* slurmstepd may have dropped its effective uid to the user's, in
+     * every thread, when the request comes: the mover takes root back. */
+    int dropped = seteuid(user) == 0;
+    struct mover_result r = ask_mover(name, user, token, 0, a, b);
+    if (dropped && seteuid(0) < 0)
+        printf("# seteuid(0): %s\n", strerror(errno));
+    char want[PATH_MAX + 32];
+    snprintf(want, sizeof want, ":/pspawn-test-%d/a\n", (int)getpid());
+    shared_tap_ok(r.err == 0 && r.moved == 1 && strstr(r.cgroup, want),
+                  "with slurmstepd's euid dropped, the task is moved from b into its shim's "
+                  "cgroup a (err %d, moved %d, %s)", r.err, r.moved,
+                  strstr(r.cgroup, "pspawn-test") ? strstr(r.cgroup, "pspawn-test") : "?");
+    test_mover_pid_reuse(name, user, token, a, b);
+}
+
+/* A real move: the shim in cgroup a, its task in b. */
+static void case_mover_real_move(const char *name, uid_t user, const char *token)
+{
     char cpus[256], mems[256], dir[PATH_MAX], a[PATH_MAX + 8], b[PATH_MAX + 8];
     const char *base = cgroup_base(cpus, mems);
     snprintf(dir, sizeof dir, "%s/pspawn-test-%d", base ? base : "", (int)getpid());
@@ -398,33 +421,42 @@ void test_mover(void)
     if (!base || mkdir(dir, 0755) < 0 || mkdir(a, 0755) < 0 || mkdir(b, 0755) < 0) {
         printf("# no writable cgroup hierarchy here (%s): the real move is not tested\n",
                base ? strerror(errno) : "neither v1 cpuset nor v2");
-    } else {
-        char f[PATH_MAX + 32];
-        const char *subdirs[] = { dir, a, b };
-        for (int i = 0; cpus[0] && i < 3; i++) {
-            snprintf(f, sizeof f, "%s/cpuset.cpus", subdirs[i]);
-            write_file(f, cpus);
-            snprintf(f, sizeof f, "%s/cpuset.mems", subdirs[i]);
-            write_file(f, mems);
-        }
-        /* slurmstepd may have dropped its effective uid to the user's, in
-         * every thread, when the request comes: the mover takes root back. */
-        int dropped = seteuid(user) == 0;
-        r = ask_mover(name, user, token, 0, a, b);
-        if (dropped && seteuid(0) < 0)
-            printf("# seteuid(0): %s\n", strerror(errno));
-        char want[PATH_MAX + 32];
-        snprintf(want, sizeof want, ":/pspawn-test-%d/a\n", (int)getpid());
-        shared_tap_ok(r.err == 0 && r.moved == 1 && strstr(r.cgroup, want),
-                      "with slurmstepd's euid dropped, the task is moved from b into its shim's "
-                      "cgroup a (err %d, moved %d, %s)", r.err, r.moved,
-                      strstr(r.cgroup, "pspawn-test") ? strstr(r.cgroup, "pspawn-test") : "?");
-        test_mover_pid_reuse(name, user, token, a, b);
-        rmdir(a);
-        rmdir(b);
-        rmdir(dir);
+        return;
     }
-out:
+    char f[PATH_MAX + 32];
+    const char *subdirs[] = { dir, a, b };
+    for (int i = 0; cpus[0] && i < 3; i++) {
+        snprintf(f, sizeof f, "%s/cpuset.cpus", subdirs[i]);
+        write_file(f, cpus);
+        snprintf(f, sizeof f, "%s/cpuset.mems", subdirs[i]);
+        write_file(f, mems);
+    }
+    case_mover_moves(name, user, token, a, b);
+    rmdir(a);
+    rmdir(b);
+    rmdir(dir);
+}
+
+void test_mover(void)
+{
+    const uid_t user = 65534;
+    struct spank_handle sp = { 0 };
+    if (start_mover_step(&sp, user) < 0) {
+        shared_tap_ok(0, "mover: step set up");
+        return;
+    }
+    int trc = run_one_task_init(&sp);
+    shared_tap_ok(trc == 0, "mover: task_init");
+    const char *name = env_get("PSPAWN_SHIM_MOVER");
+    const char *token = env_get("PSPAWN_SHIM_TOKEN");
+    shared_tap_ok(name && token && strncmp(name, "pspawn-65534.43.0.", 18) == 0 &&
+                      strlen(name) == 18 + 16 + 6 && strcmp(name + 18 + 16, ".mover") == 0,
+                  "mover: named for the step (%s)", name ? name : "none");
+    if (name && token) {
+        case_mover_refusals(name, user, token);
+        case_mover_stalled_shim(name, user, token);
+        case_mover_real_move(name, user, token);
+    }
     shared_tap_ok(p_exit(&sp, 0, NULL) == 0, "exit stops the mover");
     struct mover_result gone = ask_mover(name ? name : "x", user, token ? token : "", 0, NULL, NULL);
     shared_tap_ok(gone.err == -1, "after exit nobody listens on the mover's name");

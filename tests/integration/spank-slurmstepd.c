@@ -249,19 +249,28 @@ void join(char *dst, size_t len, char *const *argv, int from)
         snprintf(dst + strlen(dst), len - strlen(dst), "%s%s", i > from ? " " : "", argv[i]);
 }
 
-/* Run the step's callbacks and one task's task_init; 0 if every callback
- * returned 0 and the task's execve is described in *t. */
-int run_step(const struct step *s, struct task *t, int ntasks_run, struct task *more)
+/* The plugstack.conf line's words, in buf, as init's argv; their count. */
+static int split_plugstack(const char *plugstack, char *buf, size_t len, char **av, int max)
 {
-    struct spank_handle sp = { 0 };
-    char *av[16];
     int ac = 0;
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s", s->plugstack ? s->plugstack : "");
-    for (char *save = NULL, *w = strtok_r(buf, " ", &save); w && ac < 16;
+    snprintf(buf, len, "%s", plugstack ? plugstack : "");
+    for (char *save = NULL, *w = strtok_r(buf, " ", &save); w && ac < max;
          w = strtok_r(NULL, " ", &save))
         av[ac++] = w;
+    return ac;
+}
 
+static void set_host_argv(const struct step *s)
+{
+    host.argc = 0;
+    for (int i = 0; s->argv[i]; i++)
+        host.argv[host.argc++] = (char *)s->argv[i];
+    host.argv[host.argc] = NULL;
+}
+
+/* slurmstepd's state for the step, before the plugin is loaded. */
+static void set_up_host(const struct step *s)
+{
     host.context = S_CTX_REMOTE;
     host.uid = 1000;
     host.jobid = 42;
@@ -275,18 +284,91 @@ int run_step(const struct step *s, struct task *t, int ntasks_run, struct task *
         snprintf(name, sizeof name, "%.*s", (int)strcspn(s->env, "="), s->env);
         env_put(name, strchr(s->env, '=') + 1);
     }
+}
 
-    if (load() < 0)
-        return -1;
-    if (p_init(&sp, ac, av) != 0 || !host.option)
+/* The step's init, its option and user_init; 0 if each returned 0. */
+static int start_step(struct spank_handle *sp, const struct step *s, int ac, char **av)
+{
+    if (p_init(sp, ac, av) != 0 || !host.option)
         return -1;
     if (s->option_given && host.option->cb(host.option->val, s->optarg, 1) != 0)
         return -1;
-    host.argc = 0;
-    for (int i = 0; s->argv[i]; i++)
-        host.argv[host.argc++] = (char *)s->argv[i];
-    host.argv[host.argc] = NULL;
-    if (p_user_init(&sp, 0, NULL) != 0)
+    set_host_argv(s);
+    if (p_user_init(sp, 0, NULL) != 0)
+        return -1;
+    return 0;
+}
+
+/* What task_init left for the task's execve, in *tk. */
+static void describe_task(struct task *tk, char **exec_argv)
+{
+    snprintf(tk->argv0, sizeof tk->argv0, "%s", exec_argv[0]);
+    const char *argv0 = env_get("PSPAWN_SHIM_ARGV0");
+    tk->shim = env_get("PSPAWN_SHIM_KEY") != NULL;
+    if (argv0) {
+        /* In place: argv[0] is the shim, the task's argv[0] is in the env. */
+        char rest[512];
+        join(rest, sizeof rest, exec_argv, 1);
+        snprintf(tk->user_argv, sizeof tk->user_argv, "%.200s%s%.300s", argv0, rest[0] ? " " : "",
+                 rest);
+    } else {
+        join(tk->user_argv, sizeof tk->user_argv, exec_argv, tk->shim ? 1 : 0);
+    }
+    copy_var(tk->key, sizeof tk->key, "PSPAWN_SHIM_KEY");
+    copy_var(tk->token, sizeof tk->token, "PSPAWN_SHIM_TOKEN");
+    copy_var(tk->local_tasks, sizeof tk->local_tasks, "PSPAWN_SHIM_LOCAL_TASKS");
+    copy_var(tk->signals, sizeof tk->signals, "PSPAWN_SHIM_SIGNALS");
+    copy_var(tk->debug, sizeof tk->debug, "PSPAWN_SHIM_DEBUG");
+    copy_var(tk->proctrack, sizeof tk->proctrack, "PSPAWN_SHIM_PROCTRACK");
+    copy_var(tk->mover, sizeof tk->mover, "PSPAWN_SHIM_MOVER");
+    copy_var(tk->signal_children, sizeof tk->signal_children, "PSPAWN_SHIM_SIGNAL_CHILDREN");
+    tk->n_pspawn_vars = env_count_prefix("PSPAWN_") + env_count_prefix("SLURM_PSPAWN_");
+}
+
+/* One task's child, from the step's environment after user_init
+ * (saved_env); 0 if its task_init returned 0, its execve in *tk. */
+static int run_task(struct spank_handle *sp, const struct step *s, struct task *tk,
+                    char *const *saved_env)
+{
+    int rc = 0;
+    memset(tk, 0, sizeof *tk);
+    env_clear();
+    for (int i = 0; i < MAX_ENV; i++)
+        host.env[i] = saved_env[i] ? strdup(saved_env[i]) : NULL;
+    set_host_argv(s);
+#ifdef HAVE_SPANK_PREPEND_TASK_ARGV
+    host.task_argc = host.argc;
+    for (int i = 0; i <= host.argc; i++)
+        host.task_argv[i] = host.argv[i] ? strdup(host.argv[i]) : NULL;
+#endif
+    sp->in_task = 1;
+    if (p_task_init(sp, 0, NULL) != 0)
+        rc = -1;
+    sp->in_task = 0;
+#ifdef HAVE_SPANK_PREPEND_TASK_ARGV
+    describe_task(tk, host.task_argv);
+    for (int i = 0; host.task_argv[i]; i++)
+        free(host.task_argv[i]);
+#else
+    describe_task(tk, host.argv);
+    if (host.argv[0] != s->argv[0])
+        free(host.argv[0]);     /* the plugin's copy of the shim path */
+#endif
+    return rc;
+}
+
+/* Run the step's callbacks and one task's task_init; 0 if every callback
+ * returned 0 and the task's execve is described in *t. */
+int run_step(const struct step *s, struct task *t, int ntasks_run, struct task *more)
+{
+    struct spank_handle sp = { 0 };
+    char *av[16];
+    char buf[1024];
+    int ac = split_plugstack(s->plugstack, buf, sizeof buf, av, 16);
+    set_up_host(s);
+    if (load() < 0)
+        return -1;
+    if (start_step(&sp, s, ac, av) != 0)
         return -1;
 
     /* Each task's child starts from the step's state after user_init. */
@@ -294,59 +376,8 @@ int run_step(const struct step *s, struct task *t, int ntasks_run, struct task *
     for (int i = 0; i < MAX_ENV; i++)
         saved_env[i] = host.env[i] ? strdup(host.env[i]) : NULL;
     int rc = 0;
-    for (int k = 0; k < ntasks_run && rc == 0; k++) {
-        struct task *tk = k == 0 ? t : &more[k - 1];
-        memset(tk, 0, sizeof *tk);
-        env_clear();
-        for (int i = 0; i < MAX_ENV; i++)
-            host.env[i] = saved_env[i] ? strdup(saved_env[i]) : NULL;
-        host.argc = 0;
-        for (int i = 0; s->argv[i]; i++)
-            host.argv[host.argc++] = (char *)s->argv[i];
-        host.argv[host.argc] = NULL;
-#ifdef HAVE_SPANK_PREPEND_TASK_ARGV
-        host.task_argc = host.argc;
-        for (int i = 0; i <= host.argc; i++)
-            host.task_argv[i] = host.argv[i] ? strdup(host.argv[i]) : NULL;
-#endif
-        sp.in_task = 1;
-        if (p_task_init(&sp, 0, NULL) != 0)
-            rc = -1;
-        sp.in_task = 0;
-#ifdef HAVE_SPANK_PREPEND_TASK_ARGV
-        char **exec_argv = host.task_argv;
-#else
-        char **exec_argv = host.argv;
-#endif
-        snprintf(tk->argv0, sizeof tk->argv0, "%s", exec_argv[0]);
-        const char *argv0 = env_get("PSPAWN_SHIM_ARGV0");
-        tk->shim = env_get("PSPAWN_SHIM_KEY") != NULL;
-        if (argv0) {
-            /* In place: argv[0] is the shim, the task's argv[0] is in the env. */
-            char rest[512];
-            join(rest, sizeof rest, exec_argv, 1);
-            snprintf(tk->user_argv, sizeof tk->user_argv, "%.200s%s%.300s", argv0, rest[0] ? " " : "",
-                     rest);
-        } else {
-            join(tk->user_argv, sizeof tk->user_argv, exec_argv, tk->shim ? 1 : 0);
-        }
-        copy_var(tk->key, sizeof tk->key, "PSPAWN_SHIM_KEY");
-        copy_var(tk->token, sizeof tk->token, "PSPAWN_SHIM_TOKEN");
-        copy_var(tk->local_tasks, sizeof tk->local_tasks, "PSPAWN_SHIM_LOCAL_TASKS");
-        copy_var(tk->signals, sizeof tk->signals, "PSPAWN_SHIM_SIGNALS");
-        copy_var(tk->debug, sizeof tk->debug, "PSPAWN_SHIM_DEBUG");
-        copy_var(tk->proctrack, sizeof tk->proctrack, "PSPAWN_SHIM_PROCTRACK");
-        copy_var(tk->mover, sizeof tk->mover, "PSPAWN_SHIM_MOVER");
-        copy_var(tk->signal_children, sizeof tk->signal_children, "PSPAWN_SHIM_SIGNAL_CHILDREN");
-        tk->n_pspawn_vars = env_count_prefix("PSPAWN_") + env_count_prefix("SLURM_PSPAWN_");
-#ifdef HAVE_SPANK_PREPEND_TASK_ARGV
-        for (int i = 0; host.task_argv[i]; i++)
-            free(host.task_argv[i]);
-#else
-        if (host.argv[0] != s->argv[0])
-            free(host.argv[0]);     /* the plugin's copy of the shim path */
-#endif
-    }
+    for (int k = 0; k < ntasks_run && rc == 0; k++)
+        rc = run_task(&sp, s, k == 0 ? t : &more[k - 1], saved_env);
     for (int i = 0; i < MAX_ENV; i++)
         free(saved_env[i]);
     env_clear();
