@@ -361,39 +361,31 @@ static void check_resolve(const char *task)
     rmdir(dir2);
 }
 
-int main(void)
+/* A copy of the task program without its x bit, in path. */
+static void copy_not_executable(const char *task, char *path, size_t size)
 {
-    const char *b = getenv("TESTS_BUILDDIR");
-    char task[PATH_MAX], path[PATH_MAX], line[PATH_MAX + 16];
-    pspawn_context_t ctx;
-    pid_t zygote;
-    int rc;
+    char buf[65536];
+    int in = open(task, O_RDONLY | O_CLOEXEC), out;
+    ssize_t n;
+    snprintf(path, size, "%s/not-executable", tmpdir);
+    out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    while (in >= 0 && out >= 0 && (n = read(in, buf, sizeof buf)) > 0)
+        if (write(out, buf, (size_t)n) != n)
+            break;
+    close(in);
+    close(out);
+    chmod(path, 0644);
+}
 
-    tap_watchdog(120);
-    if (!b)
-        tap_bail("TESTS_BUILDDIR is not set");
-    snprintf(task, sizeof task, "%s/task", b);
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/pspawn-errors.XXXXXX");
-    if (!mkdtemp(tmpdir))
-        tap_bail("mkdtemp: %s", strerror(errno));
+static void case_program_errors(const char *task)
+{
+    char path[PATH_MAX], line[PATH_MAX + 16];
 
     snprintf(path, sizeof path, "%s/missing", tmpdir);
     check_program_error("missing program", path, ENOENT);
 
-    {
-        char buf[65536];
-        int in = open(task, O_RDONLY | O_CLOEXEC), out;
-        ssize_t n;
-        snprintf(path, sizeof path, "%s/not-executable", tmpdir);
-        out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        while (in >= 0 && out >= 0 && (n = read(in, buf, sizeof buf)) > 0)
-            if (write(out, buf, (size_t)n) != n)
-                break;
-        close(in);
-        close(out);
-        chmod(path, 0644);
-        check_program_error("mode 0644", path, EACCES);
-    }
+    copy_not_executable(task, path, sizeof path);
+    check_program_error("mode 0644", path, EACCES);
 
     snprintf(path, sizeof path, "%s/directory", tmpdir);
     mkdir(path, 0755);
@@ -412,80 +404,112 @@ int main(void)
     write_file("garbage-ro", "not a program\n", 0644, path, sizeof path);
     write_file("bad-interpreter", line, 0755, path, sizeof path);
     check_program_error("#! with an interpreter that is not executable", path, EACCES);
+}
 
+/* 8 MB in all, in strings each under MAX_ARG_STRLEN: over ARG_MAX as
+ * arguments, then as environment. */
+static void case_8mb_of_args_and_env(pspawn_context_t *ctx, char *task, char *const argv_exit0[])
+{
+    enum { NMANY = 80, MANYLEN = 100000 };
+    char *many[NMANY + 2];
+
+    many[0] = task;
+    for (int i = 1; i <= NMANY; i++)
+        many[i] = repeat_char('m', MANYLEN);
+    many[NMANY + 1] = NULL;
+    check_args(ctx, task, "8 MB of arguments", many, NULL, E2BIG);
+    for (int i = 1; i <= NMANY; i++) {
+        free(many[i]);
+        many[i] = repeat_char('m', MANYLEN);
+        memcpy(many[i], "E=", 2);
+    }
+    check_args(ctx, task, "8 MB of environment", argv_exit0, many + 1, E2BIG);
+    for (int i = 1; i <= NMANY; i++)
+        free(many[i]);
+}
+
+static void case_argument_sizes(pspawn_context_t *ctx, char *task)
+{
+    /* MAX_ARG_STRLEN is 32 pages, NUL included. */
+    long page = sysconf(_SC_PAGESIZE);
+    char *fits = repeat_char('a', (size_t)(32 * page - 1));
+    char *over = repeat_char('b', (size_t)(32 * page));
+    char *big = repeat_char('c', 200000);
+    char *argv_fits[] = { task, "append", "/dev/null", fits, NULL };
+    char *argv_over[] = { task, "append", "/dev/null", over, NULL };
+    char *argv_big[] = { task, "append", "/dev/null", big, NULL };
+    char *argv_exit0[] = { task, "exit", "0", NULL };
+    char *env_big[] = { "A=1", NULL, NULL };
+    char *env_str = malloc(200000 + 3);
+
+    if (!env_str)
+        tap_bail("out of memory");
+    memcpy(env_str, "B=", 2);
+    memset(env_str + 2, 'e', 200000);
+    env_str[200002] = '\0';
+    env_big[1] = env_str;
+
+    check_args(ctx, task, "argument of MAX_ARG_STRLEN-1 bytes", argv_fits, NULL, 0);
+    check_args(ctx, task, "argument of MAX_ARG_STRLEN bytes", argv_over, NULL, E2BIG);
+    check_args(ctx, task, "argument of 200000 bytes", argv_big, NULL, E2BIG);
+    check_args(ctx, task, "environment string of 200000 bytes", argv_exit0, env_big, E2BIG);
+    case_8mb_of_args_and_env(ctx, task, argv_exit0);
+
+    check_paper_calls(ctx, task, big);
+    check_vector(ctx, task, big);
+    check_mempolicy(ctx, task);
+
+    tap_ok(pspawn_context_uses_zygote(ctx) && !pspawn_context_reason(ctx),
+           "argument errors did not make the context fall back");
+    free(fits);
+    free(over);
+    free(big);
+    free(env_str);
+}
+
+static void remove_tmpdir(void)
+{
+    static const char *const names[] = {
+        "not-executable", "garbage", "empty", "no-interpreter", "garbage-ro",
+        "bad-interpreter",
+    };
+    char path[PATH_MAX];
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", tmpdir, names[i]);
+        unlink(path);
+    }
+    snprintf(path, sizeof path, "%s/directory", tmpdir);
+    rmdir(path);
+    rmdir(tmpdir);
+}
+
+int main(void)
+{
+    const char *b = getenv("TESTS_BUILDDIR");
+    char task[PATH_MAX];
+    pspawn_context_t ctx;
+    pid_t zygote;
+    int rc;
+
+    tap_watchdog(120);
+    if (!b)
+        tap_bail("TESTS_BUILDDIR is not set");
+    snprintf(task, sizeof task, "%s/task", b);
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/pspawn-errors.XXXXXX");
+    if (!mkdtemp(tmpdir))
+        tap_bail("mkdtemp: %s", strerror(errno));
+
+    case_program_errors(task);
     check_resolve(task);
 
     rc = pspawn_context_create(&ctx, task, -1);
     if (rc != 0)
         tap_bail("pspawn_context_create(%s): %s", task, strerror(rc));
     zygote = pspawn_context_zygote_pid(&ctx);
-    {
-        /* MAX_ARG_STRLEN is 32 pages, NUL included. */
-        long page = sysconf(_SC_PAGESIZE);
-        char *fits = repeat_char('a', (size_t)(32 * page - 1));
-        char *over = repeat_char('b', (size_t)(32 * page));
-        char *big = repeat_char('c', 200000);
-        char *argv_fits[] = { task, "append", "/dev/null", fits, NULL };
-        char *argv_over[] = { task, "append", "/dev/null", over, NULL };
-        char *argv_big[] = { task, "append", "/dev/null", big, NULL };
-        char *argv_exit0[] = { task, "exit", "0", NULL };
-        char *env_big[] = { "A=1", NULL, NULL };
-        char *env_str = malloc(200000 + 3);
-        enum { NMANY = 80, MANYLEN = 100000 };
-        char *many[NMANY + 2];
-
-        if (!env_str)
-            tap_bail("out of memory");
-        memcpy(env_str, "B=", 2);
-        memset(env_str + 2, 'e', 200000);
-        env_str[200002] = '\0';
-        env_big[1] = env_str;
-
-        check_args(&ctx, task, "argument of MAX_ARG_STRLEN-1 bytes", argv_fits, NULL, 0);
-        check_args(&ctx, task, "argument of MAX_ARG_STRLEN bytes", argv_over, NULL, E2BIG);
-        check_args(&ctx, task, "argument of 200000 bytes", argv_big, NULL, E2BIG);
-        check_args(&ctx, task, "environment string of 200000 bytes", argv_exit0, env_big, E2BIG);
-
-        many[0] = task;
-        for (int i = 1; i <= NMANY; i++)
-            many[i] = repeat_char('m', MANYLEN);
-        many[NMANY + 1] = NULL;
-        check_args(&ctx, task, "8 MB of arguments", many, NULL, E2BIG);
-        for (int i = 1; i <= NMANY; i++) {
-            free(many[i]);
-            many[i] = repeat_char('m', MANYLEN);
-            memcpy(many[i], "E=", 2);
-        }
-        check_args(&ctx, task, "8 MB of environment", argv_exit0, many + 1, E2BIG);
-        for (int i = 1; i <= NMANY; i++)
-            free(many[i]);
-
-        check_paper_calls(&ctx, task, big);
-        check_vector(&ctx, task, big);
-        check_mempolicy(&ctx, task);
-
-        tap_ok(pspawn_context_uses_zygote(&ctx) && !pspawn_context_reason(&ctx),
-               "argument errors did not make the context fall back");
-        free(fits);
-        free(over);
-        free(big);
-        free(env_str);
-    }
+    case_argument_sizes(&ctx, task);
     tap_ok(count_children(zygote) == 0, "argument errors: no process left behind but the zygote");
     pspawn_context_destroy(&ctx);
 
-    {
-        static const char *const names[] = {
-            "not-executable", "garbage", "empty", "no-interpreter", "garbage-ro",
-            "bad-interpreter",
-        };
-        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-            snprintf(path, sizeof path, "%s/%s", tmpdir, names[i]);
-            unlink(path);
-        }
-        snprintf(path, sizeof path, "%s/directory", tmpdir);
-        rmdir(path);
-        rmdir(tmpdir);
-    }
+    remove_tmpdir();
     return tap_done();
 }
