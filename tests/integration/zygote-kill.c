@@ -59,46 +59,36 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* OPTIONS: the context's (NULL: one zygote); VICTIM: which of its zygotes
- * is hit (0: the root). */
-static void round_(const char *task, const char *file, int sig, int delay_ms, const char *options,
-                   int victim)
+/* The round's context, and in *h the zygote to hit (VICTIM: which of its
+ * zygotes, 0 the root). */
+static void start_round_context(pspawn_context_t *ctx, struct hit *h, const char *task,
+                                const char *options, int victim, const char *label)
 {
-    static pspawn_task_t tasks[NTASKS];
-    static char rank_env[NTASKS][32];
-    static char *envs[NTASKS][2];
-    static int seen[NTASKS];
-    char *argv[] = { (char *)task, "append", (char *)file, NULL };
-    char label[64], line[128];
-    const char *signame = sig == SIGKILL ? "SIGKILL" : "SIGSTOP";
-    pspawn_context_t ctx;
-    pthread_t thread;
-    pid_t w;
-    struct hit h;
-    int rc, devnull, saved, reaped_ok = 0, created = 0, dup = 0, wrong_pid = 0, bad_line = 0;
-    int missing = 0, left, st;
-    double t0, elapsed;
-    FILE *f;
-
-    snprintf(label, sizeof label, "%s%s%s after %d ms", options ? options : "", victim ? ": " : "",
-             victim ? "sub-zygote" : options ? ": root" : "", delay_ms);
-    snprintf(label + strlen(label), sizeof label - strlen(label), ", %s", signame);
-    unlink(file);
-    rc = options ? pspawn_context_create_opts(&ctx, task, NULL, options)
-                 : pspawn_context_create(&ctx, task, -1);
+    int rc = options ? pspawn_context_create_opts(ctx, task, NULL, options)
+                     : pspawn_context_create(ctx, task, -1);
     if (rc != 0)
         tap_bail("pspawn_context_create(%s): %s", task, strerror(rc));
-    pspawn_context_set_timeout(&ctx, 300);
+    pspawn_context_set_timeout(ctx, 300);
     pspawn_zygote_info_t z[4];
-    size_t nz = pspawn_context_zygotes(&ctx, z, 4);
-    h.zygote = (size_t)victim < nz ? z[victim].pid : -1;
-    h.sig = sig;
-    h.delay_ms = delay_ms;
-    if (h.zygote <= 0)
-        tap_bail("%s: no zygote (pid %ld, reason %s)", label, (long)h.zygote,
-                 pspawn_context_reason(&ctx) ? pspawn_context_reason(&ctx) : "none");
+    size_t nz = pspawn_context_zygotes(ctx, z, 4);
+    h->zygote = (size_t)victim < nz ? z[victim].pid : -1;
+    if (h->zygote <= 0)
+        tap_bail("%s: no zygote (pid %ld, reason %s)", label, (long)h->zygote,
+                 pspawn_context_reason(ctx) ? pspawn_context_reason(ctx) : "none");
+}
 
-    memset(tasks, 0, sizeof tasks);
+/* The 1000 tasks, each with its PSPAWN_RANK, launched while another
+ * thread hits the zygote. */
+static void launch_batch_while_hit(pspawn_context_t *ctx, pspawn_task_t *tasks, char **argv,
+                                   struct hit *h, const char *label)
+{
+    static char rank_env[NTASKS][32];
+    static char *envs[NTASKS][2];
+    pthread_t thread;
+    int rc, devnull, saved, created = 0;
+    double t0, elapsed;
+
+    memset(tasks, 0, NTASKS * sizeof *tasks);
     for (int i = 0; i < NTASKS; i++) {
         snprintf(rank_env[i], sizeof rank_env[i], "PSPAWN_RANK=%d", i);
         envs[i][0] = rank_env[i];
@@ -115,9 +105,9 @@ static void round_(const char *task, const char *file, int sig, int delay_ms, co
     close(devnull);
 
     t0 = now();
-    if (pthread_create(&thread, NULL, hit_zygote, &h) != 0)
+    if (pthread_create(&thread, NULL, hit_zygote, h) != 0)
         tap_bail("pthread_create failed");
-    rc = pspawn_vector(&ctx, tasks, NTASKS, NULL, NULL);
+    rc = pspawn_vector(ctx, tasks, NTASKS, NULL, NULL);
     elapsed = now() - t0;
     pthread_join(thread, NULL);
 
@@ -129,8 +119,13 @@ static void round_(const char *task, const char *file, int sig, int delay_ms, co
             created++;
     tap_ok(rc == 0 && created == NTASKS, "%s: pspawn_vector created all %d tasks (rc %d, %d created, %.2f s)",
            label, NTASKS, rc, created, elapsed);
-    tap_diag("    after the batch: uses_zygote %d, reason: %s", pspawn_context_uses_zygote(&ctx),
-             pspawn_context_reason(&ctx) ? pspawn_context_reason(&ctx) : "(none)");
+    tap_diag("    after the batch: uses_zygote %d, reason: %s", pspawn_context_uses_zygote(ctx),
+             pspawn_context_reason(ctx) ? pspawn_context_reason(ctx) : "(none)");
+}
+
+static void check_every_task_reaped(const pspawn_task_t *tasks, const char *label)
+{
+    int reaped_ok = 0, st;
 
     for (int i = 0; i < NTASKS; i++) {
         if (tasks[i].pid <= 0)
@@ -144,6 +139,15 @@ static void round_(const char *task, const char *file, int sig, int delay_ms, co
     }
     tap_ok(reaped_ok == NTASKS, "%s: every pid reaped here with exit 0 (%d/%d)", label,
            reaped_ok, NTASKS);
+}
+
+/* FILE's "RANK PID" lines: each rank once, by the pid returned for it. */
+static void check_every_rank_once(const char *file, const pspawn_task_t *tasks, const char *label)
+{
+    static int seen[NTASKS];
+    char line[128];
+    int dup = 0, wrong_pid = 0, bad_line = 0, missing = 0;
+    FILE *f;
 
     memset(seen, 0, sizeof seen);
     f = fopen(file, "re");
@@ -168,11 +172,15 @@ static void round_(const char *task, const char *file, int sig, int delay_ms, co
     if (missing || dup || wrong_pid || bad_line)
         tap_diag("    %d ranks missing, %d run twice, %d by another pid, %d bad lines",
                  missing, dup, wrong_pid, bad_line);
+}
 
-    pspawn_context_destroy(&ctx);
-    /* The zygote (killed, or stopped then killed) is reaped by the library:
-     * no child of ours at all remains. */
-    left = 0;
+/* The zygote (killed, or stopped then killed) is reaped by the library:
+ * no child of ours at all remains. */
+static void check_nothing_left(pid_t zygote, const char *label)
+{
+    pid_t w;
+    int left = 0, st;
+
     while ((w = waitpid(-1, &st, WNOHANG)) > 0)
         left++;
     tap_ok(left == 0 && w == -1 && errno == ECHILD,
@@ -180,10 +188,38 @@ static void round_(const char *task, const char *file, int sig, int delay_ms, co
     if (left)
         tap_diag("    %d leftover children reaped here", left);
     if (w == 0) {
-        tap_diag("    children still running (zygote %ld left behind?)", (long)h.zygote);
-        kill(h.zygote, SIGKILL);
-        waitpid(h.zygote, &st, 0);
+        tap_diag("    children still running (zygote %ld left behind?)", (long)zygote);
+        kill(zygote, SIGKILL);
+        waitpid(zygote, &st, 0);
     }
+}
+
+/* OPTIONS: the context's (NULL: one zygote); VICTIM: which of its zygotes
+ * is hit (0: the root). */
+static void round_(const char *task, const char *file, int sig, int delay_ms, const char *options,
+                   int victim)
+{
+    static pspawn_task_t tasks[NTASKS];
+    char *argv[] = { (char *)task, "append", (char *)file, NULL };
+    char label[64];
+    const char *signame = sig == SIGKILL ? "SIGKILL" : "SIGSTOP";
+    pspawn_context_t ctx;
+    struct hit h;
+
+    snprintf(label, sizeof label, "%s%s%s after %d ms", options ? options : "", victim ? ": " : "",
+             victim ? "sub-zygote" : options ? ": root" : "", delay_ms);
+    snprintf(label + strlen(label), sizeof label - strlen(label), ", %s", signame);
+    unlink(file);
+    start_round_context(&ctx, &h, task, options, victim, label);
+    h.sig = sig;
+    h.delay_ms = delay_ms;
+
+    launch_batch_while_hit(&ctx, tasks, argv, &h, label);
+    check_every_task_reaped(tasks, label);
+    check_every_rank_once(file, tasks, label);
+
+    pspawn_context_destroy(&ctx);
+    check_nothing_left(h.zygote, label);
     unlink(file);
 }
 
