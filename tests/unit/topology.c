@@ -110,18 +110,11 @@ static void numa_domains(int nodes)
     pspawn_topology_free(&t);
 }
 
-int main(void)
+/* A binding over two groups alternates between them; one outside every
+ * group goes to any, in turn. */
+static void case_binding_over_groups(void)
 {
     struct pspawn_topology t;
-    const char *src = getenv("TESTS_SRCDIR");
-    if (!src)
-        tap_bail("TESTS_SRCDIR is not set");
-
-    for (int nodes = 1; nodes <= 8; nodes *= 2)
-        numa_domains(nodes);
-
-    /* A binding over two groups alternates between them; one outside every
-     * group goes to any, in turn. */
     groups("node:4 core:2 pu:1", "fanout=numa", &t);
     unsigned char two[PSPAWN_CPUSET_BYTES], none[PSPAWN_CPUSET_BYTES];
     cpus_of(1, 2, two);
@@ -140,8 +133,12 @@ int main(void)
         other += hits[g] == 2;
     tap_ok(other == 4, "a task bound outside every group is spread over all (2 each: %d)", other);
     pspawn_topology_free(&t);
+}
 
-    /* The cgroup lets the launcher use CPUs 2-5 (nodes 1 and 2) of 4 nodes. */
+/* The cgroup lets the launcher use CPUs 2-5 (nodes 1 and 2) of 4 nodes. */
+static void case_cgroup_allows_two_nodes(const char *src)
+{
+    struct pspawn_topology t;
     char xml[4096];
     snprintf(xml, sizeof xml, "%s/4nodes-2allowed.xml", src);
     groups(xml, "fanout=numa", &t);
@@ -154,8 +151,12 @@ int main(void)
            "a launcher restricted to 2 of 4 NUMA nodes: 2 groups, CPUs 2-3 (node 1) and 4-5 "
            "(node 2) (got %d groups)", t.ngroups);
     pspawn_topology_free(&t);
+}
 
-    /* auto: groups of a few cores, never across a NUMA node. */
+/* auto: groups of a few cores, never across a NUMA node. */
+static void case_fanout_auto(void)
+{
+    struct pspawn_topology t;
     groups("node:2 core:8 pu:1", "fanout=auto", &t);
     int across = 0, small = 1;
     for (int g = 0; g < t.ngroups; g++) {
@@ -185,8 +186,12 @@ int main(void)
     groups("node:1 core:3 pu:2", "fanout=auto", &t);
     tap_ok(t.ngroups == 1, "fanout=auto, 3 cores: one zygote (got %d groups)", t.ngroups);
     pspawn_topology_free(&t);
+}
 
-    /* L3 caches, packages, cores, N cores. */
+/* L3 caches, packages, cores, N cores. */
+static void case_fanout_levels(void)
+{
+    struct pspawn_topology t;
     const char *l3 = "pack:2 l3:2 core:4 pu:2";
     static const struct {
         const char *options;
@@ -205,8 +210,12 @@ int main(void)
                splits[i].groups, splits[i].cpus, t.ngroups, t.describe);
         pspawn_topology_free(&t);
     }
+}
 
-    /* The text the static shim reads back from pspawn-topology. */
+/* The text the static shim reads back from pspawn-topology. */
+static void case_text_round_trip(void)
+{
+    struct pspawn_topology t;
     groups("node:4 core:2 pu:1", "fanout=numa", &t);
     char *text = NULL;
     size_t len = 0;
@@ -225,5 +234,20 @@ int main(void)
     pspawn_topology_free(&back);
     pspawn_topology_free(&t);
     free(text);
+}
+
+int main(void)
+{
+    const char *src = getenv("TESTS_SRCDIR");
+    if (!src)
+        tap_bail("TESTS_SRCDIR is not set");
+
+    for (int nodes = 1; nodes <= 8; nodes *= 2)
+        numa_domains(nodes);
+    case_binding_over_groups();
+    case_cgroup_allows_two_nodes(src);
+    case_fanout_auto();
+    case_fanout_levels();
+    case_text_round_trip();
     return tap_done();
 }
