@@ -210,30 +210,10 @@ static void variant(const char *sub)
            "%s: no process and no copy left after destroy", what);
 }
 
-int main(void)
+/* A fake topology of 8 NUMA nodes: 8 zygotes (nothing bound: not this
+ * machine's); tasks with all its CPUs are spread over them all. */
+static void case_fake_numa_nodes(void)
 {
-    const char *b = getenv("TESTS_BUILDDIR");
-    tap_watchdog(240);
-    if (!b)
-        tap_bail("TESTS_BUILDDIR is not set");
-    snprintf(task, sizeof task, "%s/task", b);
-    snprintf(once, sizeof once, "%s/once", b);
-    if (!mkdtemp(dir))
-        tap_bail("mkdtemp: %s", strerror(errno));
-    snprintf(file, sizeof file, "%s/where", dir);
-    cpu_set_t mine;
-    if (sched_getaffinity(0, sizeof mine, &mine) != 0 || !CPU_ISSET(0, &mine) ||
-        !CPU_ISSET(1, &mine) || CPU_COUNT(&mine) != 2) {
-        tap_skip("needs CPUs 0 and 1 and no other", "sub-zygotes on this machine's CPUs");
-        return tap_done();
-    }
-
-    variant("exec");
-    variant("fork");
-    variant("replicate");
-
-    /* A fake topology of 8 NUMA nodes: 8 zygotes (nothing bound: not this
-     * machine's); tasks with all its CPUs are spread over them all. */
     pspawn_context_t ctx;
     pspawn_zygote_info_t z[16];
     pid_t pids[MAXT];
@@ -265,37 +245,37 @@ int main(void)
            "(%d ok, %d groups of 8)", good, even);
     pspawn_context_destroy(&ctx);
     tap_ok(no_child_left(), "8 fake NUMA nodes: no process left after destroy");
+}
 
-    /* start=lazy: a sub-zygote is made at its group's first task. */
-    rc = pspawn_context_create_opts(&ctx, task, NULL, "fanout=core,start=lazy");
+/* start=lazy: a sub-zygote is made at its group's first task. */
+static void case_start_lazy(void)
+{
+    pspawn_context_t ctx;
+    pspawn_zygote_info_t z[16];
+    pid_t pids[MAXT];
+    struct where w[MAXT];
+    int rc = pspawn_context_create_opts(&ctx, task, NULL, "fanout=core,start=lazy");
     if (rc)
         tap_bail("start=lazy: %s", strerror(rc));
     zygotes(&ctx, z);
     tap_ok(z[0].pid > 0 && z[1].pid == -1 && !strcmp(z[1].state, "not started"),
            "start=lazy: only the root at first (sub-zygote: %s)", z[1].state);
     static const int one[] = { 1 };
-    good = run(&ctx, task, "where", 4, one, 1, NULL, pids);
-    bad = read_where(w, 4);
+    int good = run(&ctx, task, "where", 4, one, 1, NULL, pids);
+    int bad = read_where(w, 4);
     zygotes(&ctx, z);
     tap_ok(good == 4 && !bad && z[1].pid > 0 && z[1].tasks == 4 && parent_of(z[1].pid) == getpid(),
            "start=lazy: the sub-zygote made for the first task bound to CPU 1 (%s, %lu tasks)",
            z[1].state, z[1].tasks);
     pspawn_context_destroy(&ctx);
     tap_ok(no_child_left(), "start=lazy: no process left after destroy");
+}
 
-    /* A sub-zygote that fails to start (its program's constructor exits):
-     * its group's tasks go to the root, each once. */
-    char marker[160];
-    snprintf(marker, sizeof marker, "%s/marker", dir);
-    setenv("ONCE_MARKER", marker, 1);
-    rc = pspawn_context_create_opts(&ctx, once, NULL, "fanout=core,subzygote=exec");
-    if (rc)
-        tap_bail("once: %s", strerror(rc));
-    zygotes(&ctx, z);
-    tap_ok(z[0].pid > 0 && z[1].pid == -1 && strstr(z[1].state, "did not start"),
-           "a sub-zygote whose program fails to load: lost (%s)", z[1].state);
-    good = run(&ctx, once, NULL, 40, both, 2, NULL, pids);
-    bad = 0;
+/* The ranks 0-39 the once program wrote in file: how many are missing,
+ * repeated or not a rank. */
+static int count_ranks_not_once(void)
+{
+    int bad = 0;
     FILE *f = fopen(file, "re");
     int seen[40] = { 0 };
     char line[64];
@@ -309,6 +289,27 @@ int main(void)
     for (int r = 0; r < 40; r++)
         bad += !seen[r];
     unlink(file);
+    return bad;
+}
+
+/* A sub-zygote that fails to start (its program's constructor exits):
+ * its group's tasks go to the root, each once. */
+static void case_sub_zygote_fails_to_start(void)
+{
+    pspawn_context_t ctx;
+    pspawn_zygote_info_t z[16];
+    pid_t pids[MAXT];
+    char marker[160];
+    snprintf(marker, sizeof marker, "%s/marker", dir);
+    setenv("ONCE_MARKER", marker, 1);
+    int rc = pspawn_context_create_opts(&ctx, once, NULL, "fanout=core,subzygote=exec");
+    if (rc)
+        tap_bail("once: %s", strerror(rc));
+    zygotes(&ctx, z);
+    tap_ok(z[0].pid > 0 && z[1].pid == -1 && strstr(z[1].state, "did not start"),
+           "a sub-zygote whose program fails to load: lost (%s)", z[1].state);
+    int good = run(&ctx, once, NULL, 40, both, 2, NULL, pids);
+    int bad = count_ranks_not_once();
     zygotes(&ctx, z);
     tap_ok(good == 40 && !bad && z[0].tasks == 40,
            "its tasks all come from the root, each once (%d ok, %d wrong, root %lu)", good, bad,
@@ -317,6 +318,32 @@ int main(void)
     unsetenv("ONCE_MARKER");
     unlink(marker);
     tap_ok(no_child_left(), "no process left after destroy");
+}
+
+int main(void)
+{
+    const char *b = getenv("TESTS_BUILDDIR");
+    tap_watchdog(240);
+    if (!b)
+        tap_bail("TESTS_BUILDDIR is not set");
+    snprintf(task, sizeof task, "%s/task", b);
+    snprintf(once, sizeof once, "%s/once", b);
+    if (!mkdtemp(dir))
+        tap_bail("mkdtemp: %s", strerror(errno));
+    snprintf(file, sizeof file, "%s/where", dir);
+    cpu_set_t mine;
+    if (sched_getaffinity(0, sizeof mine, &mine) != 0 || !CPU_ISSET(0, &mine) ||
+        !CPU_ISSET(1, &mine) || CPU_COUNT(&mine) != 2) {
+        tap_skip("needs CPUs 0 and 1 and no other", "sub-zygotes on this machine's CPUs");
+        return tap_done();
+    }
+
+    variant("exec");
+    variant("fork");
+    variant("replicate");
+    case_fake_numa_nodes();
+    case_start_lazy();
+    case_sub_zygote_fails_to_start();
     rmdir(dir);
     return tap_done();
 }
