@@ -98,6 +98,76 @@ static int reap(pid_t pid)
     return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
+/* One batch of BATCH tasks, in turn through pspawn(), pspawn_n(),
+ * pspawn_vector() and pspawn_n_ex() (with ATTR's file actions); their
+ * pids (or -1) in pids.  ERRORS counts the failed calls, the first 5 shown. */
+static void spawn_batch(pspawn_context_t *ctx, pspawn_attr_t *attr, char **argv, int batch,
+                        pid_t *pids, int *errors)
+{
+    static pspawn_task_t tasks[BATCH];
+    int rc;
+
+    switch (batch % 4) {
+    case 0:
+        for (int i = 0; i < BATCH; i++) {
+            pids[i] = pspawn(ctx, argv);
+            if (pids[i] < 0 && (*errors)++ < 5)
+                tap_diag("    pspawn: %s", strerror(errno));
+        }
+        break;
+    case 1:
+        rc = pspawn_n(pids, ctx, BATCH, argv);
+        if (rc && (*errors)++ < 5)
+            tap_diag("    pspawn_n: %s", strerror(rc));
+        break;
+    case 2:
+        memset(tasks, 0, sizeof tasks);
+        for (int i = 0; i < BATCH; i++)
+            tasks[i].argv = argv;
+        rc = pspawn_vector(ctx, tasks, BATCH, NULL, NULL);
+        if (rc && (*errors)++ < 5)
+            tap_diag("    pspawn_vector: %s", strerror(rc));
+        for (int i = 0; i < BATCH; i++)
+            pids[i] = tasks[i].pid;
+        break;
+    default:
+        rc = pspawn_n_ex(pids, ctx, BATCH, attr, argv, NULL);
+        if (rc && (*errors)++ < 5)
+            tap_diag("    pspawn_n_ex: %s", strerror(rc));
+        break;
+    }
+}
+
+struct soak {
+    int spawned, exited_ok, errors, zfds_1000;
+    long rss_1000;
+    double seconds;
+};
+
+/* All the batches, each reaped before the next; the zygote's VmRSS and
+ * fd count taken after the first 1,000 spawns. */
+static void run_batches(pspawn_context_t *ctx, pspawn_attr_t *attr, char **argv, pid_t zygote,
+                        struct soak *s)
+{
+    pid_t pids[BATCH];
+    struct timespec t0, t1;
+
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int batch = 0; batch < BATCHES; batch++) {
+        spawn_batch(ctx, attr, argv, batch, pids, &s->errors);
+        for (int i = 0; i < BATCH; i++) {
+            s->spawned += pids[i] > 0;
+            s->exited_ok += reap(pids[i]);
+        }
+        if (batch == 1000 / BATCH - 1) {
+            s->rss_1000 = vm_rss_kb(zygote);
+            s->zfds_1000 = count_fds(zygote);
+        }
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    s->seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+}
+
 int main(void)
 {
     const char *b = getenv("TESTS_BUILDDIR");
@@ -105,12 +175,10 @@ int main(void)
     char *argv[2];
     pspawn_context_t ctx;
     pspawn_attr_t attr;
-    static pspawn_task_t tasks[BATCH];
-    pid_t pids[BATCH], zygote;
-    int fds_before, fds_created, fds_after, zfds_1000 = -1, zfds_end, rc, spawned = 0;
-    int exited_ok = 0, errors = 0, all, zombies;
-    long rss_1000 = -1, rss_end;
-    struct timespec t0, t1;
+    pid_t zygote;
+    int fds_before, fds_created, fds_after, zfds_end, rc, all, zombies;
+    long rss_end;
+    struct soak s = { .zfds_1000 = -1, .rss_1000 = -1 };
     pid_t w;
 
     tap_watchdog(150);
@@ -130,67 +198,27 @@ int main(void)
     pspawn_attr_addopen(&attr, 3, "/dev/null", O_RDONLY, 0);
     pspawn_attr_adddup2(&attr, 2, 4);
 
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (int batch = 0; batch < BATCHES; batch++) {
-        switch (batch % 4) {
-        case 0:
-            for (int i = 0; i < BATCH; i++) {
-                pids[i] = pspawn(&ctx, argv);
-                if (pids[i] < 0 && errors++ < 5)
-                    tap_diag("    pspawn: %s", strerror(errno));
-            }
-            break;
-        case 1:
-            rc = pspawn_n(pids, &ctx, BATCH, argv);
-            if (rc && errors++ < 5)
-                tap_diag("    pspawn_n: %s", strerror(rc));
-            break;
-        case 2:
-            memset(tasks, 0, sizeof tasks);
-            for (int i = 0; i < BATCH; i++)
-                tasks[i].argv = argv;
-            rc = pspawn_vector(&ctx, tasks, BATCH, NULL, NULL);
-            if (rc && errors++ < 5)
-                tap_diag("    pspawn_vector: %s", strerror(rc));
-            for (int i = 0; i < BATCH; i++)
-                pids[i] = tasks[i].pid;
-            break;
-        default:
-            rc = pspawn_n_ex(pids, &ctx, BATCH, &attr, argv, NULL);
-            if (rc && errors++ < 5)
-                tap_diag("    pspawn_n_ex: %s", strerror(rc));
-            break;
-        }
-        for (int i = 0; i < BATCH; i++) {
-            spawned += pids[i] > 0;
-            exited_ok += reap(pids[i]);
-        }
-        if (batch == 1000 / BATCH - 1) {
-            rss_1000 = vm_rss_kb(zygote);
-            zfds_1000 = count_fds(zygote);
-        }
-    }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
+    run_batches(&ctx, &attr, argv, zygote, &s);
     rss_end = vm_rss_kb(zygote);
     zfds_end = count_fds(zygote);
     fds_after = count_fds(getpid());
     count_children(&all, &zombies);
     pspawn_attr_destroy(&attr);
 
-    tap_ok(spawned == BATCHES * BATCH && exited_ok == BATCHES * BATCH,
-           "%d spawns: %d created, %d reaped with exit 0 (%.2f s)", BATCHES * BATCH, spawned,
-           exited_ok, (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+    tap_ok(s.spawned == BATCHES * BATCH && s.exited_ok == BATCHES * BATCH,
+           "%d spawns: %d created, %d reaped with exit 0 (%.2f s)", BATCHES * BATCH, s.spawned,
+           s.exited_ok, s.seconds);
     tap_ok(pspawn_context_uses_zygote(&ctx) && !pspawn_context_reason(&ctx),
            "still served by the zygote (pid %ld) after all of them", (long)zygote);
     tap_ok(fds_after == fds_created, "launcher fd count flat: %d after creating the context, %d after",
            fds_created, fds_after);
     tap_ok(zombies == 0 && all == 1, "no zombie: children left %d (the zygote), zombies %d",
            all, zombies);
-    tap_ok(rss_1000 > 0 && rss_end > 0 && rss_end - rss_1000 <= RSS_MARGIN_KB,
+    tap_ok(s.rss_1000 > 0 && rss_end > 0 && rss_end - s.rss_1000 <= RSS_MARGIN_KB,
            "zygote VmRSS flat: %ld kB after 1,000, %ld kB after 10,000 (margin %d kB)",
-           rss_1000, rss_end, RSS_MARGIN_KB);
-    tap_ok(zfds_1000 > 0 && zfds_end == zfds_1000,
-           "zygote fd count flat: %d after 1,000, %d after 10,000", zfds_1000, zfds_end);
+           s.rss_1000, rss_end, RSS_MARGIN_KB);
+    tap_ok(s.zfds_1000 > 0 && zfds_end == s.zfds_1000,
+           "zygote fd count flat: %d after 1,000, %d after 10,000", s.zfds_1000, zfds_end);
 
     pspawn_context_destroy(&ctx);
     tap_ok(count_fds(getpid()) == fds_before, "launcher fd count back to %d after destroy (%d)",
