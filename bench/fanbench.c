@@ -200,119 +200,121 @@ static void usage(void)
     exit(2);
 }
 
-int main(int argc, char **argv)
+struct bench {
+    int n, reps, csv, group, nv, ncores, cores[8];
+    struct variant *v;
+    /* Medians per variant: total at 1 core, serial and launcher at 2. */
+    double tot1[MAXV], ser[MAXV], lau[MAXV], single_busiest;
+};
+
+/* The options into *b; returns optind, where PROG is. */
+static int parse_args(int argc, char **argv, struct bench *b)
 {
-    int n = 1000, reps = 3, csv = 0, group = 3, nv = 0, ncores = 0, cores[8];
-    struct variant *v = calloc(MAXV, sizeof *v);
-    v[nv++].name = "posix_spawn";
+    b->n = 1000, b->reps = 3, b->group = 3;
+    b->v = calloc(MAXV, sizeof *b->v);
+    b->v[b->nv++].name = "posix_spawn";
     int opt;
     while ((opt = getopt(argc, argv, "+n:r:C:g:Ro:")) != -1) {
         switch (opt) {
-        case 'n': n = atoi(optarg); break;
-        case 'r': reps = atoi(optarg); break;
-        case 'g': group = atoi(optarg); break;
-        case 'R': csv = 1; break;
+        case 'n': b->n = atoi(optarg); break;
+        case 'r': b->reps = atoi(optarg); break;
+        case 'g': b->group = atoi(optarg); break;
+        case 'R': b->csv = 1; break;
         case 'C':
-            for (char *p = strtok(optarg, ","); p && ncores < 8; p = strtok(NULL, ","))
-                cores[ncores++] = atoi(p);
+            for (char *p = strtok(optarg, ","); p && b->ncores < 8; p = strtok(NULL, ","))
+                b->cores[b->ncores++] = atoi(p);
             break;
         case 'o':
-            if (nv < MAXV) {
-                v[nv].name = v[nv].options = optarg;
-                nv++;
+            if (b->nv < MAXV) {
+                b->v[b->nv].name = b->v[b->nv].options = optarg;
+                b->nv++;
             }
             break;
         default: usage();
         }
     }
-    if (optind >= argc || n < 1 || reps < 1 || reps > MAXR || group < 1)
+    if (optind >= argc || b->n < 1 || b->reps < 1 || b->reps > MAXR || b->group < 1)
         usage();
-    if (!ncores) {
+    if (!b->ncores) {
         static const int dflt[] = { 16, 64, 128, 192 };
-        memcpy(cores, dflt, sizeof dflt);
-        ncores = 4;
+        memcpy(b->cores, dflt, sizeof dflt);
+        b->ncores = 4;
     }
-    if (nv == 1) {
+    if (b->nv == 1) {
         static const char *const dflt[] = {
             "fanout=none", "fanout=core,subzygote=fork", "fanout=core,subzygote=exec",
             "fanout=core,subzygote=replicate",
         };
         for (int i = 0; i < 4; i++)
-            v[nv].name = v[nv].options = dflt[i], nv++;
+            b->v[b->nv].name = b->v[b->nv].options = dflt[i], b->nv++;
     }
-    const char *path = argv[optind];
-    char **targv = argv + optind;
-    pid_t *pids = calloc((size_t)n, sizeof *pids);
-    int bad = 0;
-    if (csv)
-        printf("variant,cores,repeat,wall,create,launcher,busiest,serial,zygotes,tasks,total\n");
-    for (int r = 0; r < reps; r++)
-        for (int c = 0; c < 2; c++)
-            for (int k = 0; k < nv; k++) {
-                /* Rotated, so that no variant always follows the same one. */
-                struct variant *x = &v[(k + r) % nv];
-                struct sample *s = &x->s[c][r];
-                one_core(c == 1, x->options);
-                int b = x->options ? run_pspawn(path, targv, x->options, n, pids, s)
-                                   : run_exec(path, targv, n, pids, s);
-                one_core(0, NULL);
-                if (b)
-                    fprintf(stderr, "fanbench: %s: %d of %d tasks failed\n", x->name, b, n);
-                bad += b;
-                double total = s->launcher + s->zyg_total + s->tasks;
-                fprintf(stderr, "fanbench: [%d/%d] %d core%s %-34s wall %.3f launcher %.4f "
-                        "busiest %.3f tasks %.3f total %.3f ms/task\n", r + 1, reps, 2 - c,
-                        c ? "" : "s", x->name, s->wall, s->launcher, s->busiest, s->tasks, total);
-                if (x->options)
-                    fprintf(stderr, "fanbench:         each zygote, ms per task it served "
-                            "(tasks): %s\n", s->each);
-                if (csv)
-                    printf("%s,%d,%d,%.4f,%.2f,%.5f,%.4f,%.4f,%d,%.4f,%.4f\n", x->name, 2 - c,
-                           r, s->wall, s->create, s->launcher, s->busiest, s->serial, s->nz,
-                           s->tasks, total);
-            }
-    /* Medians, and the model. */
-    printf("\n%-34s %7s %8s %9s %8s %8s %8s %8s %8s\n", "variant (ms per task)", "zygotes",
-           "create", "launcher", "busiest", "serial", "tasks", "total", "wall");
-    double tot1[MAXV], ser[MAXV] = { 0 }, lau[MAXV], single_busiest = 0;
-    for (int k = 0; k < nv; k++) {
-        for (int c = 0; c < 2; c++) {
-            const struct sample *s = v[k].s[c];
-            double total[MAXR];
-            struct sample t[MAXR];
-            for (int r = 0; r < reps; r++) {
-                total[r] = s[r].launcher + s[r].zyg_total + s[r].tasks;
-                t[r] = s[r];
-                t[r].zyg_total = total[r];  /* reuse: the total's median */
-            }
-            double md_total = median(t, reps, offsetof(struct sample, zyg_total));
-            printf("%-26s %7s %7d %8.1f %9.4f %8.3f %8.3f %8.3f %8.3f %8.3f\n", v[k].name,
-                   c ? "1 core" : "2 cores", s[0].nz, median(s, reps, offsetof(struct sample, create)),
-                   median(s, reps, offsetof(struct sample, launcher)),
-                   median(s, reps, offsetof(struct sample, busiest)),
-                   median(s, reps, offsetof(struct sample, serial)),
-                   median(s, reps, offsetof(struct sample, tasks)), md_total,
-                   median(s, reps, offsetof(struct sample, wall)));
-            if (c == 1)
-                tot1[k] = md_total;
-            else {
-                ser[k] = median(s, reps, offsetof(struct sample, serial));
-                lau[k] = median(s, reps, offsetof(struct sample, launcher));
-                if (v[k].options && strstr(v[k].options, "fanout=none"))
-                    single_busiest = median(s, reps, offsetof(struct sample, busiest));
-            }
-        }
+    return optind;
+}
+
+/* One run of variant x, repeat r, at setting c (1: one core), with its
+ * progress lines (and CSV row); the number of its tasks that failed. */
+static int run_variant(const struct bench *b, struct variant *x, int r, int c, const char *path,
+                       char **targv, pid_t *pids)
+{
+    struct sample *s = &x->s[c][r];
+    one_core(c == 1, x->options);
+    int bad = x->options ? run_pspawn(path, targv, x->options, b->n, pids, s)
+                         : run_exec(path, targv, b->n, pids, s);
+    one_core(0, NULL);
+    if (bad)
+        fprintf(stderr, "fanbench: %s: %d of %d tasks failed\n", x->name, bad, b->n);
+    double total = s->launcher + s->zyg_total + s->tasks;
+    fprintf(stderr, "fanbench: [%d/%d] %d core%s %-34s wall %.3f launcher %.4f "
+            "busiest %.3f tasks %.3f total %.3f ms/task\n", r + 1, b->reps, 2 - c,
+            c ? "" : "s", x->name, s->wall, s->launcher, s->busiest, s->tasks, total);
+    if (x->options)
+        fprintf(stderr, "fanbench:         each zygote, ms per task it served "
+                "(tasks): %s\n", s->each);
+    if (b->csv)
+        printf("%s,%d,%d,%.4f,%.2f,%.5f,%.4f,%.4f,%d,%.4f,%.4f\n", x->name, 2 - c,
+               r, s->wall, s->create, s->launcher, s->busiest, s->serial, s->nz,
+               s->tasks, total);
+    return bad;
+}
+
+/* A variant's medians at one setting (c: 1 for one core), printed, and
+ * kept in *b for the model. */
+static void print_medians_of(struct bench *b, int k, int c)
+{
+    const struct variant *v = b->v;
+    const int reps = b->reps;
+    const struct sample *s = v[k].s[c];
+    double total[MAXR];
+    struct sample t[MAXR];
+    for (int r = 0; r < reps; r++) {
+        total[r] = s[r].launcher + s[r].zyg_total + s[r].tasks;
+        t[r] = s[r];
+        t[r].zyg_total = total[r];  /* reuse: the total's median */
     }
-    int single = -1;
-    for (int k = 0; k < nv; k++)
+    double md_total = median(t, reps, offsetof(struct sample, zyg_total));
+    printf("%-26s %7s %7d %8.1f %9.4f %8.3f %8.3f %8.3f %8.3f %8.3f\n", v[k].name,
+           c ? "1 core" : "2 cores", s[0].nz, median(s, reps, offsetof(struct sample, create)),
+           median(s, reps, offsetof(struct sample, launcher)),
+           median(s, reps, offsetof(struct sample, busiest)),
+           median(s, reps, offsetof(struct sample, serial)),
+           median(s, reps, offsetof(struct sample, tasks)), md_total,
+           median(s, reps, offsetof(struct sample, wall)));
+    if (c == 1)
+        b->tot1[k] = md_total;
+    else {
+        b->ser[k] = median(s, reps, offsetof(struct sample, serial));
+        b->lau[k] = median(s, reps, offsetof(struct sample, launcher));
         if (v[k].options && strstr(v[k].options, "fanout=none"))
-            single = k;
-    if (single < 0) {
-        free(pids);
-        return bad ? 1 : 0;
+            b->single_busiest = median(s, reps, offsetof(struct sample, busiest));
     }
+}
+
+static void print_targets(const struct bench *b, int single)
+{
+    const struct variant *v = b->v;
+    const int reps = b->reps;
     printf("\nTargets at 2 cores (D = 2 with fanout=core), against fanout=none:\n");
-    for (int k = 0; k < nv; k++) {
+    for (int k = 0; k < b->nv; k++) {
         if (!v[k].options || k == single)
             continue;
         double busiest = median(v[k].s[0], reps, offsetof(struct sample, busiest));
@@ -320,9 +322,16 @@ int main(int argc, char **argv)
         double wall1 = median(v[single].s[0], reps, offsetof(struct sample, wall));
         printf("  %-34s busiest/(single/2) %.2f (<= 1.2)  launcher/(total/128) %.2f (<= 1)  "
                "total/single %.2f (<= 1.1)  wall/single %.2f (<= 1.05)\n", v[k].name,
-               busiest / (single_busiest / 2), lau[k] / (tot1[k] / 128), tot1[k] / tot1[single],
-               wall / wall1);
+               busiest / (b->single_busiest / 2), b->lau[k] / (b->tot1[k] / 128),
+               b->tot1[k] / b->tot1[single], wall / wall1);
     }
+}
+
+static void print_model(const struct bench *b, int single)
+{
+    const struct variant *v = b->v;
+    const double *tot1 = b->tot1, *ser = b->ser, *lau = b->lau;
+    const int group = b->group;
     double L = tot1[0] / tot1[single];
     printf("\nThe model (not a measurement): tasks/s = min(C / total, D / serial, 1 / launcher),\n"
            "totals at 1 core, serial and launcher at 2 cores; D = 1 for one zygote, C / %d for\n"
@@ -330,24 +339,57 @@ int main(int argc, char **argv)
            "one zygote's total = %.2f: the most any zygote launcher can gain over exec.\n",
            group, L);
     printf("%-34s", "tasks/s at C cores");
-    for (int i = 0; i < ncores; i++)
-        printf(" %9d", cores[i]);
+    for (int i = 0; i < b->ncores; i++)
+        printf(" %9d", b->cores[i]);
     printf("    and against posix_spawn, in L\n");
-    for (int k = 0; k < nv; k++) {
+    for (int k = 0; k < b->nv; k++) {
         printf("%-34s", v[k].name);
-        for (int i = 0; i < ncores; i++)
-            printf(" %9.0f", project(v[k].options, tot1[k], ser[k], lau[k], cores[i], group));
+        for (int i = 0; i < b->ncores; i++)
+            printf(" %9.0f", project(v[k].options, tot1[k], ser[k], lau[k], b->cores[i], group));
         if (k > 0)
-            for (int i = 0; i < ncores; i++)
-                printf(" %5.2f", project(v[k].options, tot1[k], ser[k], lau[k], cores[i], group) /
-                                     project(NULL, tot1[0], 0, lau[0], cores[i], group) / L);
+            for (int i = 0; i < b->ncores; i++)
+                printf(" %5.2f", project(v[k].options, tot1[k], ser[k], lau[k], b->cores[i], group) /
+                                     project(NULL, tot1[0], 0, lau[0], b->cores[i], group) / L);
         printf("\n");
     }
     printf("(target: fan-out at 128 cores >= 0.8 L; the serial cost says how many cores a zygote\n"
            "may serve without being the limit: total / serial)\n");
-    for (int k = 1; k < nv; k++)
+    for (int k = 1; k < b->nv; k++)
         if (ser[k] > 0)
             printf("  %-32s %.1f cores per zygote\n", v[k].name, tot1[k] / ser[k]);
+}
+
+int main(int argc, char **argv)
+{
+    static struct bench b;
+    int at = parse_args(argc, argv, &b);
+    const char *path = argv[at];
+    char **targv = argv + at;
+    pid_t *pids = calloc((size_t)b.n, sizeof *pids);
+    int bad = 0;
+    if (b.csv)
+        printf("variant,cores,repeat,wall,create,launcher,busiest,serial,zygotes,tasks,total\n");
+    for (int r = 0; r < b.reps; r++)
+        for (int c = 0; c < 2; c++)
+            for (int k = 0; k < b.nv; k++)
+                /* Rotated, so that no variant always follows the same one. */
+                bad += run_variant(&b, &b.v[(k + r) % b.nv], r, c, path, targv, pids);
+    /* Medians, and the model. */
+    printf("\n%-34s %7s %8s %9s %8s %8s %8s %8s %8s\n", "variant (ms per task)", "zygotes",
+           "create", "launcher", "busiest", "serial", "tasks", "total", "wall");
+    for (int k = 0; k < b.nv; k++)
+        for (int c = 0; c < 2; c++)
+            print_medians_of(&b, k, c);
+    int single = -1;
+    for (int k = 0; k < b.nv; k++)
+        if (b.v[k].options && strstr(b.v[k].options, "fanout=none"))
+            single = k;
+    if (single < 0) {
+        free(pids);
+        return bad ? 1 : 0;
+    }
+    print_targets(&b, single);
+    print_model(&b, single);
     free(pids);
     return bad ? 1 : 0;
 }
