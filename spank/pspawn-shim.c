@@ -22,7 +22,7 @@
  *   PSPAWN_SHIM_DEBUG      1: say what happens on stderr
  *   PSPAWN_SHIM_OPTIONS    the step's libpspawn options (fanout=...)
  *   PSPAWN_SHIM_ARGV0      the task's argv[0] when the plugin replaced it
- *                          in place (Slurm < 23.02.5)
+ *                          in place (Slurm before 23.11)
  *   PSPAWN_SHIM_MOVER      the step's mover in slurmstepd: the task is held
  *                          until the mover has put it into our cgroups
  *                          (see pspawn_cgroup.h)
