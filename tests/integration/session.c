@@ -511,8 +511,7 @@ int main(void)
     with_context("fanout=none", sync_calls_beside);
     with_context("fanout=none", exec_path);
     with_context("fanout=none", hook_and_numbering);
-    const char *fanout_built = getenv("TESTS_FANOUT");
-    if (fanout_built && strcmp(fanout_built, "no") == 0) {
+    if (!tap_fanout_built()) {
         tap_skip("built without hwloc", "fan-out: a batch cancelled");
         tap_skip("built without hwloc", "fan-out: a sub-zygote SIGKILLed");
         tap_skip("built without hwloc", "fan-out: the root SIGKILLed");

@@ -243,8 +243,7 @@ int main(void)
         round_(task, file, SIGSTOP, delays[i], NULL, 0);
     /* Fan-out, where this machine has two CPUs to make two groups of. */
     cpu_set_t cs;
-    const char *fanout_built = getenv("TESTS_FANOUT");
-    if (fanout_built && strcmp(fanout_built, "no") == 0) {
+    if (!tap_fanout_built()) {
         tap_skip("built without hwloc", "fan-out: a sub-zygote killed or stopped mid-batch");
     } else if (sched_getaffinity(0, sizeof cs, &cs) == 0 && CPU_COUNT(&cs) >= 2) {
         static const char *const variants[] = { "fanout=core,subzygote=exec",
