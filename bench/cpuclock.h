@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpuclock.h - the clocks the fan-out benchmarks (fanbench, scalebench)
  * read: wall time, this process's own CPU, and another process's CPU so

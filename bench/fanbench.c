@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fanbench - where the CPU of a launch goes, process by process: the
  * launcher, each zygote (root and sub-zygotes) and the tasks, for

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Where the page faults of a zygote's tasks go.
 
     bench/faults.py [-n N] [--floor SO] -- PROG [ARGS]

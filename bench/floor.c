@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * libpspawn-floor.so: the benchmarks' floor, independent of libpspawn.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * forkcost - what fork and exit alone cost for a process with many
  * libraries loaded: the floor under any zygote-based launcher.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Generate and build a program linked against many shared libraries.
 
 In the spirit of LLNL's Pynamic: launch time of a big dynamically linked

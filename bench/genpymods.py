@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Generate and build a Python workload in the spirit of LLNL's Pynamic.
 
 Pynamic models Python codes whose start is dominated by importing many C

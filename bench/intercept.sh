@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # bench/intercept.sh BUILD PROG N REPEATS CSV: a launcher nobody here
 # wrote, `xargs -P2 -n1`, running PROG N times, plain and intercepted,
 # with posix_spawn and the zygote-fork floor of the same program

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Launch benchmarks; bench/run builds and runs them.
 noinst_PROGRAMS += bench/spawnbench
 # The driver (options, environments, repeats, output), the schemes, the floor.

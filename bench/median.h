@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * median.h - the median of a benchmark's repeats (header only), for
  * spawnbench and sessionbench.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Where an mpi4py rank's start goes (bench/srun-python runs it): the time
 from the process's start (/proc/self/stat, clock ticks) to its first line,
 numpy's import, `from mpi4py import MPI` (MPI_Init) and the first

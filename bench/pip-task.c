@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * pip-task - the task program of bench/pipbench (the Process-in-Process
  * benchmark, bench/README.md).  The same program runs as a PiP task

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * pipbench-groups.c - the groups of tasks bench/pipbench measures: N PiP
  * tasks (pspawn mode=pip, each checked to be in its root's address

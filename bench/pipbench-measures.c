@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * pipbench-measures.c - the three measurements of bench/pipbench (what
  * each means: bench/README.md, "Process-in-Process"): page tables (VmPTE)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * pipbench - the Process-in-Process benchmark (bench/pip runs it; what it
  * measures: bench/README.md, "Process-in-Process").  PiP tasks (pspawn

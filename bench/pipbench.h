@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * pipbench.h - what the parts of bench/pipbench share: the driver
  * (pipbench.c: options, the PiP probe, output files), the groups of tasks

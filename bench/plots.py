@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Draws the suite's plots and summary from the CSVs in a results directory.
 
     plots.py DIR

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Warm Python launches against exec'd ones, side by side in one run.
 
 For each workload, N tasks are launched with `pspawn -n N` through the warm

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * scalebench - tasks per second in wall time: N tasks of PROG launched
  * and reaped, by posix_spawn, by fork + execve, and through libpspawn

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sessionbench - a launch session against pspawn_n, side by side: how
  * soon the first task runs, and all of them, N tasks of one program.

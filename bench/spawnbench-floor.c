@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * spawnbench-floor.c - the floor scheme of bench/spawnbench: the program
  * run once with bench/floor.c's library (libpspawn-floor.so, independent

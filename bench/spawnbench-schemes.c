@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * spawnbench-schemes.c - the launch schemes of bench/spawnbench (its
  * driver, spawnbench.c, says what each measures): pspawn, posix_spawn,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * spawnbench - time N launches of one program, scheme by scheme.
  *

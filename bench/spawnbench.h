@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * spawnbench.h - what the parts of bench/spawnbench share: the driver
  * (spawnbench.c: options, the tasks' environment, repeats and output),

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """The benchmark suite's experiments (bench/suite runs this after building).
 
 Each experiment generates its programs (cached in the build directory,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* pspawn's command line (pspawn(1)). */
 #include "config.h"
 

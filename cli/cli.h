@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The pspawn command: what its command line asked for (args.c). */
 #ifndef PSPAWN_CLI_H
 #define PSPAWN_CLI_H

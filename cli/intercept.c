@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * pspawn --intercept [OPTIONS] [--] LAUNCHER [ARGS...]: run a launcher
  * that nobody here wrote with libpspawn-intercept.so preloaded, so that

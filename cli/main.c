@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* pspawn: launch N instances of a program on this machine through a zygote
  * (its command line: args.c). */
 #include "config.h"

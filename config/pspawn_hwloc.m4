@@ -1,3 +1,4 @@
+dnl SPDX-License-Identifier: BSD-3-Clause
 # PSPAWN_CHECK_HWLOC: hwloc, optional.  Where found, HAVE_HWLOC makes
 # libpspawn/launcher/topology.c split the CPUs the launcher may use into the
 # groups of a fan-out (NUMA node, L3 cache, package, core, N cores), for

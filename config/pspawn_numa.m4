@@ -1,3 +1,4 @@
+dnl SPDX-License-Identifier: BSD-3-Clause
 # PSPAWN_CHECK_NUMA: libnuma, optional, and for a test only: the NUMA guest
 # test (tests/vm: numa-vm and numa-task) checks with it where a task's pages
 # landed.  libpspawn links no libnuma: the zygote and the task setup set

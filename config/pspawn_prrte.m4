@@ -1,3 +1,4 @@
+dnl SPDX-License-Identifier: BSD-3-Clause
 # PSPAWN_CHECK_PRRTE: what the PRRTE ODLS component (prte-plugin/) needs:
 # PRRTE's internal headers, the installed PRRTE's version and component
 # directory, PMIx's internal headers, and prte_config.h, which no package

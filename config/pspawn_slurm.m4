@@ -1,3 +1,4 @@
+dnl SPDX-License-Identifier: BSD-3-Clause
 # PSPAWN_CHECK_SLURM: slurm/spank.h, for the SPANK plugin in spank/.
 AC_DEFUN([PSPAWN_CHECK_SLURM], [
   AC_ARG_WITH([slurm], [AS_HELP_STRING([--with-slurm[=DIR]],

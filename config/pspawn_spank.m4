@@ -1,3 +1,4 @@
+dnl SPDX-License-Identifier: BSD-3-Clause
 # PSPAWN_CHECK_SPANK: what spank/ needs beyond slurm/spank.h, which
 # PSPAWN_CHECK_SLURM (called first) finds: Slurm's plugin directory,
 # whether spank_prepend_task_argv exists (Slurm >= 23.11), and whether a

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # docker/entrypoint.sh ROLE: the mini-cluster's container entrypoint (no
 # systemd). Starts munged, then runs ROLE in the foreground:
 #   slurmctld   the controller            (service slurmctld)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * pspawn-topology: the groups of CPUs a fan-out would make here, for the
  * static stand-in shim (hwloc's static library needs libraries a node may

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * pspawn.h - launch many instances of one program by forking a parked,
  * already-loaded copy of it (the "zygote") instead of exec'ing each one.

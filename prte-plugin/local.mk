@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # prte-plugin/: the PRRTE ODLS component prte_mca_odls_pspawn.so
 # (`mpirun --mca odls pspawn`), built where configure finds PRRTE's internal
 # headers and can make prte_config.h (config/pspawn_prrte.m4), installed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * prte_mca_odls_pspawn: a PRRTE ODLS component that creates each local
  * rank by forking a zygote of the program (libpspawn, direct mode) instead

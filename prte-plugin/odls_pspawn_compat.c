@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The parts of the component that differ between PRRTE versions
  * (odls_pspawn_compat.h says which), and the check that the PRRTE it is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What differs between the PRRTE versions the component builds against:
  * 3.0 (Open MPI 5.0's, Debian 13), 4.x, and 5.0 (Debian sid's external

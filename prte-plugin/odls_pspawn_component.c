@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The component: version, open/close, the priority parameter, query.
  * Loaded by PRRTE's MCA base as prte_mca_odls_pspawn.so from its component

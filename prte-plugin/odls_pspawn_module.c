@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The module: PRRTE's base builds the child list, the environment of each
  * rank (with its PMIx variables), its stdio pipes or pty and its cpuset, and

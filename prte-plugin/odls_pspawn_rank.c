@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The rank's setup as the default component's child makes it (binding,
  * memory policy, stdio), turned into libpspawn attributes, and the

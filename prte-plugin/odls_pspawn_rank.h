@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The rank's setup as the default component's child makes it, and what
  * the default does when a rank cannot start (odls_pspawn_rank.c).

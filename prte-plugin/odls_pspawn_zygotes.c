@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The node's zygotes in prted (see odls_pspawn_zygotes.h).
  *

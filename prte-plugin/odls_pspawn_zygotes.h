@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The node's zygotes in prted (odls_pspawn_zygotes.c): one per program and
  * job, or, with odls_pspawn_reuse dvm, one per program shared by the jobs

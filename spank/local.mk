@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # spank/: the SPANK plugin spank_pspawn.so (`srun --pspawn`), built where
 # configure finds slurm/spank.h (--with-slurm), installed into Slurm's
 # plugin directory (--with-slurm-plugindir; config/pspawn_spank.m4).

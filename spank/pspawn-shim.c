@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * pspawn-shim: the stand-in that slurmstepd execs instead of a task's
  * program when the step runs with --pspawn.

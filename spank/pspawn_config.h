@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The plugin's settings: the plugstack.conf arguments and the values of
  * the --pspawn option, parsed in one place.  Nothing here calls Slurm, so

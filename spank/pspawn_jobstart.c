@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * reuse=job: start a job's zygote (see pspawn_jobzygote.c).  Runs in the
  * job zygote manager, a single-threaded child of slurmstepd that is root

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * reuse=job: the zygotes that serve every step of a job on a node
  * (slurmstepd's side, as root; the clean-up at the job's end).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * reuse=job: a job's zygotes on a node (pspawn_jobzygote.c: which one a
  * step uses, eviction, the clean-up at the job's end; pspawn_jobstart.c: starting

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The step's mover thread in slurmstepd (see pspawn_cgroup.h).
  *

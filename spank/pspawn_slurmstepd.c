@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * slurmstepd side: one slurmstepd per step and node.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * spank_pspawn.so: `srun --pspawn` (see spank/README.md).
  *

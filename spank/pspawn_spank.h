@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What the parts of spank_pspawn.so share.  pspawn_spank.c holds the
  * SPANK entry points and sends each call to the part for the process it

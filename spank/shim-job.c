@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * pspawn-shim --job-zygote: start a job's zygote and leave it running.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The shim's side of the step's mover (spank/pspawn_mover.c, a thread in
  * slurmstepd, root): the held task, moved into the shim's own cgroups.

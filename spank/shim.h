@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What the parts of pspawn-shim share: pspawn-shim.c (the stand-in),
  * shim-mover.c (its request to the step's mover) and shim-job.c (the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Tests of the core: TAP programs and scripts, run by `make check`.
 #
 # Two kinds of programs:
@@ -342,6 +343,11 @@ EXTRA_DIST += tests/integration/pip.sh
 # look up.
 TESTS += tests/unit/exports.sh
 EXTRA_DIST += tests/unit/exports.sh
+
+# Every file the project wrote says its license (SPDX line), and LICENSE
+# is there; make distcheck runs the same check on the tarball's tree.
+TESTS += tests/unit/spdx.sh
+EXTRA_DIST += tests/unit/spdx.sh
 
 # How libpspawn's options are split into items (getsubopt), with no zygote.
 check_PROGRAMS += tests/unit/options-items

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # TaskProlog of the mini-cluster: runs as the user before each task's exec
 # (after slurmstepd's user_init, where reuse=job starts the job's zygote);
 # its "export K=V" lines land in the task's environment.  Silent unless a

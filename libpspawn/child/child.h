@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What a new task does to itself between its creation and main() (zygote
  * path) or execve() (exec path).  Everything here is async-signal-safe and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The scope's children whose run time is measured (route.h: struct
  * route_child), for spawn-site priorities.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * libpspawn-intercept.so: preloaded into a launcher that nobody here
  * wrote (make, xargs, GNU parallel, Python's subprocess, mpiexec.hydra,

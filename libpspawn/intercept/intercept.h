@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What the interception library and its stand-in agree on beyond the
  * scope's table (route.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Spawn-site priorities in the interception library (predict.h): the
  * road from a spawn to its prediction, and from a reaped child to its

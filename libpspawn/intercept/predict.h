@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Spawn-site priorities in the interception library: what its spawn
  * wrappers and wait wrappers call.  Everything is off unless

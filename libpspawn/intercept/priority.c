@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Starting a child with the priority its spawn site predicts (priority.h).
  * priority_apply runs between vfork and exec: system calls only.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Spawn-site priorities (opt-in): how a child predicted long is started
  * with a lower priority, through what an unprivileged user may do to his

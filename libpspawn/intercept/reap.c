@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The wait family, wrapped in a launcher: a reaped child leaves the
  * scope's stand-in set (a stand-in killed by SIGKILL could not say so

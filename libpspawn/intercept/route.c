@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The scope's shared table and the routing tests that may run between
  * vfork and exec: system calls and atomics only, nothing on the heap.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Which launches the interception library routes through a zygote, and
  * the memory that every process of one interception scope shares.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Spawn sites (site.h).  site_of may run between vfork and exec: it reads
  * what site_init recorded, stats one file and scans argv, on the stack.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A spawn site (Kim, Ahn and Chung 2011: the calling binary and the
  * return address of the spawn call), made stable across runs and

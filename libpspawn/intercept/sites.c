@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The per-user table of spawn sites (sites.h): opened in the constructor,
  * read by predictions (possibly in a vfork child), written when a child

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The per-user table of spawn sites and their children's run times: the
  * file CACHE/sites (CACHE: $PSPAWN_CACHE_DIR, else $XDG_CACHE_HOME/pspawn,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * pspawn-standin: what a launcher's child execs, instead of the program,
  * when libpspawn-intercept.so routes the launch (PSPAWN_STANDIN_EXEC

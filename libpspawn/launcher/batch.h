@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The launch engine: one state machine that both the launch session
  * (session.c, the asynchronous API) and the synchronous calls (context.c:

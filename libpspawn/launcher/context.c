@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The public calls: contexts (create, destroy, what they say) and the
  * synchronous spawn calls, which all end in the launch engine's vector
  * spawn (vector.c).  The context owns its zygotes' lifecycle (start,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The caller's credentials: a fork of the zygote has what the caller had
  * when the zygote started, an exec what it has now. */
 #include "config.h"

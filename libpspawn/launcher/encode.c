@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The one encoder of the wire format (protocol.h): a call's state and its
  * tasks into a request memfd, sent with the fds the tasks take.  Used by

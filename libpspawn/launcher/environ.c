@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A zygote's environment, and the loader variables a task must share with
  * its zygote (the loader reads them before main, once, in the zygote). */
 #include "config.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The plain exec path: the reference that the zygote path must match, and
  * its fallback.  Like glibc's and musl's posix_spawn, the child shares the
  * caller's memory (CLONE_VM|CLONE_VFORK) and reports a failure by writing

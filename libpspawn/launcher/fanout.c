@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Fan-out, launcher side: the groups of CPUs (topology.c), a server for
  * each, and the fan-out message that has the root zygote make them

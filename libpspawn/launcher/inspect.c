@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What exec would make of a program, found out without exec'ing it. */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Launcher-side internals of libpspawn. */
 #ifndef PSPAWN_INTERNAL_H
 #define PSPAWN_INTERNAL_H

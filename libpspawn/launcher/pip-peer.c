@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mode=pip, in a PiP task: its rank, and the address of another task's
  * variable, through its root's registry (wire/pipreg.h).  It runs in the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mode=pip, launcher side: what a context's root makes.  (The calls a PiP
  * task makes are in pip-peer.c.)

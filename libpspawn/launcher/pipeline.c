@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * One step of the launch engine, the same for the launch session (which
  * never lets it wait) and for the synchronous calls (which let it wait

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The warm Python zygote, launcher side: the command line and start-up
  * environment the zygote is exec'd with, and which tasks it may serve.

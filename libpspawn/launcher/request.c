@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Requests to the zygote servers: each task to the server of its group
  * (the root or a sub-zygote), up to WINDOW requests in flight per server,

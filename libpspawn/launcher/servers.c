@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The zygote servers as the launch engine sees them: one that says it is
  * ready (start=lazy), dies or hangs.  A server that is gone loses no task

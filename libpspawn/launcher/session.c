@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The launch session: the launch engine (batch.h) driven from an epoll
  * fd instead of a loop.  The fd holds a timerfd (the engine's deadlines,

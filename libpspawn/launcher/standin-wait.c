@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A stand-in's life once its request is sent, for every stand-in (the
  * Slurm shim, the interception library's pspawn-standin): hear that the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The stand-in client: what a process that holds its task's place (the
  * Slurm shim, pspawn-shim) uses to have its step's zygote on this node

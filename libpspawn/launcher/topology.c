@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Which CPUs each fork-serving process (the root zygote and its
  * sub-zygotes) serves, from hwloc: the topology restricted to the CPUs the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The vector spawn: what may go through the zygotes (not a changed binary,
  * not a caller whose privileges, session or loader variables differ from

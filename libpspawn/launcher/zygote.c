@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Zygotes as processes: starting one (exec, then its ready message),
  * signalling, reaping and losing it, and the reason a context uses exec.

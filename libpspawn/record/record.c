@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * libpspawn-record.so: preloaded, after the proxy, into a zygote that
  * learns its program's libraries (preload=auto).  It interposes dlopen and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cgroup paths from /proc text (cgroup.h). */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cgroup paths from /proc text: where a process's cgroups are, for the
  * Slurm mover (which moves a task into its stand-in's cgroups) and for the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What execve(2) refuses before it loads anything: argument and
  * environment lists too big for the new program's stack.  The library,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The go handshake on a request's shared memfd (protocol.h): a task waits
  * on its word go[i] before it runs; its zygote (or, for a stand-in's task,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Dispatch by CPU binding, the same in the launcher and in a stand-in
  * root zygote: a task goes to the group of CPUs its binding falls in; a

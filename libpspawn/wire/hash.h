@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * 64-bit FNV-1a, fed piece by piece: what names zygotes and cache files
  * after the identity of a program (a name, never a secret).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The identity of a program and of what a zygote of it keeps from its
  * exec: launches with the same identity may share one zygote.  The SPANK

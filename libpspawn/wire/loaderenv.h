@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Which environment variables the dynamic loader and libc read before
  * main: a task forked from a zygote has the zygote's values of them, so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The memfds a launcher sends its zygote (a request, its go block, a
  * fan-out): sealed against shrinking and growing, so that a receiver that

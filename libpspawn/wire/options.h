@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * One syntax for what a user asks of libpspawn, whatever the front door:
  * a comma-separated list of words and KEY=VALUE pairs.

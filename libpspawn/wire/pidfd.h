@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The pidfd system calls' numbers, and waitid's P_PIDFD, for C libraries
  * whose headers predate them (Linux 5.1-5.6; the same on every

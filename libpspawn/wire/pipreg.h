@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The registry of a PiP root (mode=pip): one page in the root's address
  * space, which every PiP task shares, saying for each rank which process

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Learned library preloads: the per-user cache of what a program's tasks
  * dlopen'ed after main, read by its next zygote (zygote/preload.c) and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * /proc/PID/stat, read in one place: the proxy (what PR_SET_MM_MAP needs),
  * the Slurm mover (a process's parent), the PRRTE component (a rank's state)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Wire format between a launcher (libpspawn) and its zygote (the proxy).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What a Python interpreter's command line and environment fix at start:
  * the launcher compares a task's with its warm zygote's (a task that

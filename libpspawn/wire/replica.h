@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * subzygote=replicate: the copies of a program's libraries that a
  * sub-zygote loads, one directory per group.  The sub-zygote removes its

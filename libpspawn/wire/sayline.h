@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The debug lines of the stand-ins (pspawn-shim, pspawn-standin): one line
  * on stderr, with the process's name and pid and the wall clock to the ms,

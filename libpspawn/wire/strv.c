@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* NULL-terminated string vectors (strv.h). */
 #include "config.h"
 

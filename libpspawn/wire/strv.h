@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * NULL-terminated string vectors (argv, environ) built by strdup: shared by
  * the launcher's environments and the zygote's sub-zygote environments.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The AF_UNIX sockets every front door and the zygote share: abstract
  * SOCK_SEQPACKET names (no file to leave behind, gone with the listener)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Fan-out: the root zygote makes one sub-zygote per group of CPUs the
  * launcher computed (hwloc, launcher side), so that forks are served by

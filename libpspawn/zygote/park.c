@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Parking: the proxy's constructor sees whether this process is a zygote,
  * the __libc_start_main wrapper lets every constructor run, and park_main,

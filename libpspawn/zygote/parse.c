@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Reading a request: the message and the fds it brings, then the checks
  * and the comparison with the parked state that turn it into the setup

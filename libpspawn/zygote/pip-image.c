@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mode=pip, at the park: may this program's tasks be PiP tasks (pip.c),
  * and the copy of its image they load.  Everything here reads the image

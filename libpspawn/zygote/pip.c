@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mode=pip: Process-in-Process tasks (RIKEN's PiP; ../shared/papers/003).
  *

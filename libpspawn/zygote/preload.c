@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Learned library preloads, zygote side.  Before it parks, a zygote with
  * preload=auto (or preload=FILE, or PSPAWN_PRELOAD_LIBS) dlopens the shared

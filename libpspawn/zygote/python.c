@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The warm Python zygote's C side.  A zygote whose program turns out to be
  * a CPython interpreter (and whose launcher allows it) does not park before

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The checks a zygote makes of itself when the program parks: what a fork
  * could not give each task as an exec would.  Threads (a fork copies only

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The zygote's life around its requests: who started it (watched from the
  * proxy's constructor on), the libraries it holds (watched on disk from

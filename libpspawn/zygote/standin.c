@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Stand-in mode: the launcher (slurmstepd) already forked a child it
  * tracks, which became a stand-in (pspawn-shim).  Each stand-in connects

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A new task, from its clone to the return into the real main(): the setup
  * exec would have made (child.h), the report of its pid, the go handshake,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The warm Python zygote's bootstrap.  libpspawn's proxy runs it as
 # `python3 [the tasks' interpreter options] -c <this file>` in place of the
 # program's own start (python.c).  It imports the preload modules, freezes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The zygote side: libpspawn-proxy.so, preloaded into the program the
  * launcher execs once.  It runs in the user's own process, so it loads no

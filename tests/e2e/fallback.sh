@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Where the zygote cannot be faithful, srun --pspawn is a plain srun; and
 # one user cannot use another's zygote.
 . "$(dirname "$0")/lib.sh"

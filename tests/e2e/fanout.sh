@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Fan-out on the mini-cluster: srun --pspawn=on,fanout=core and mpirun
 # --mca odls pspawn --mca odls_pspawn_fanout core, a forking zygote per CPU
 # of each node (two here): every task comes from the zygote of its CPU,

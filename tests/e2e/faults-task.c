@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * faults-task - the task of the fault-injection soak (tests/e2e/faults.sh).
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """The fault-injection soak's three parts (tests/e2e/faults.sh runs them).
 
   faults.py inject --uid UID --node NODE --dir DIR --run FILE [--seed S]

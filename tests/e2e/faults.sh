@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Fault-injection soak: FAULTS_STEPS steps (default 50) as alice, srun
 # --pspawn (-N1..3, -n1..12, some with sub-zygotes) and salloc + mpirun
 # --mca odls pspawn, mixed, 3 at a time, while on every node an injector

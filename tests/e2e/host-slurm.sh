@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # host-slurm.sh BUILDDIR: srun --pspawn under the Slurm of this host
 # (Debian 12: Slurm 22.05), where the plugin takes the path it takes before
 # Slurm 23.11: no spank_prepend_task_argv, argv[0] of the task replaced in

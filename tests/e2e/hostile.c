@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * hostile - the other user of tests/e2e/hostile.sh (run as bob on a
  * compute node), against alice's srun --pspawn steps.

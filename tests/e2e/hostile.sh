@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # A hostile second user: bob, on the compute nodes, against alice's srun
 # --pspawn steps (tests/e2e/hostile.c is his tool).  He binds the step's
 # abstract names before her step starts, as far as he can predict them

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Open MPI's own launcher, intercepted: prterun on a node with PRRTE's
 # default ODLS component (fork + execve of each rank), run plain and under
 # `pspawn --intercept` (libpspawn-intercept.so preloaded into prterun).

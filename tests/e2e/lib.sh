@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # lib.sh - helpers of the end-to-end tests (sourced, bash): TAP output and
 # commands run in the mini-cluster's controller as alice.
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # mpirun --mca odls pspawn against --mca odls default on the same command,
 # on 2 nodes: under Slurm (salloc -N2 mpirun: prted started by srun) and
 # with a host list (prted started over ssh).

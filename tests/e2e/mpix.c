@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mpix - the MPI program of the mpirun end-to-end tests.
  *

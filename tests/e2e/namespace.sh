@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # namespace/linux (Slurm >= 25.11): the tasks a zygote forks are in the
 # job's namespaces and in their step's cgroups, as plain tasks are.
 # tests/e2e/run runs it on a cluster started with

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The Debian packages the cluster runs on (docker/Dockerfile builds them
 # with dpkg-buildpackage, checks them with lintian and installs them, in
 # place of `make install`): lintian's verdict, that dpkg owns what Slurm,
@@ -27,6 +28,28 @@ w=$(grep -c '^W: ' <<<"$lint")
 [ "$rc" -eq 0 ] && [ "$e" -eq 0 ]
 ok $? "the packages built, and lintian found no error ($w warnings)"
 grep -E '^[EW]: ' <<<"$lint" | head -n 40 | sed 's/^/#   /'
+
+# The license: lintian read the source package too (debian/copyright's
+# DEP-5 checks are the source's), at every level, and tagged nothing about
+# copyright or license; every installed package says BSD-3-clause for the
+# project's files.
+lic=$(grep -E '^[EWIPX]: [^:]+: [^ ]*(copyright|licen[cs]e|dep5)' <<<"$lint")
+src=$(on slurmctld "grep -c '^ [0-9a-f]* [0-9]* libpspawn_[^ ]*\.dsc$' /var/cache/pspawn-debs/*.changes")
+[ -z "$lic" ] && [ "${src:-0}" -ge 1 ]
+ok $? "lintian on the source and binary packages: no copyright or license tag (.dsc in the .changes: ${src:-0})"
+[ -z "$lic" ] || head -n 20 <<<"$lic" | sed 's/^/#   /'
+copyright='
+for p in '"$pkgs"'; do
+    f=/usr/share/doc/$p/copyright
+    awk "/^Files: \\*\$/ { s = 1; next } s && /^License:/ { print \$2; exit }" "$f" | grep -qx BSD-3-clause ||
+        echo "$f: Files: * is not under License: BSD-3-clause"
+    ! grep -q UNKNOWN "$f" || echo "$f: still says UNKNOWN"
+done
+'
+out=$(on c1 "$copyright" 2>&1)
+[ -z "$out" ]
+ok $? "every installed package's copyright file gives the project's files as BSD-3-clause"
+[ -z "$out" ] || sed 's/^/#   /' <<<"$out"
 
 # Installed on every container, and dpkg owns the plugin, the shim the
 # plugin execs, the component and the CLI at the paths Slurm, prted and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Python on the mini-cluster: numpy/scipy and mpi4py programs give the same
 # output through srun --pspawn and mpirun --mca odls pspawn as without,
 # and their tasks start with the preload modules already imported (a warm

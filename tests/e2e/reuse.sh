@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Zygotes that serve a whole job (srun --pspawn=reuse=job): within one
 # allocation, later steps of the same program on a node are forked by the
 # zygote the first one started, which lives in the job's extern step;

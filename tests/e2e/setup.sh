@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Builds the programs the end-to-end tests launch, as alice, in the shared
 # /home: the tests' task, probe and timers, a static task, an MPI program.
 . "$(dirname "$0")/lib.sh"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Signals and cancellation: each task gets a signal once; nothing is left.
 . "$(dirname "$0")/lib.sh"
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # srun --pspawn against plain srun on the same command, on 3 nodes.
 . "$(dirname "$0")/lib.sh"
 

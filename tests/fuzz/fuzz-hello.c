@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The stand-in zygote's hello, as a stand-in reads it (launcher/standin.c:
  * zygote_env_differs, included to reach it): the first standin_reply on

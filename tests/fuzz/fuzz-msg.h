@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A message on a socket, as a fuzz input describes it (fuzz-recv,
  * fuzz-standin and the seed maker share it):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * libpspawn's option syntax (libpspawn/wire/options.c), as every front
  * door takes it: pspawn --options, PSPAWN_OPTIONS, srun --pspawn=,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The plugin's plugstack.conf arguments (spank/pspawn_config.c): the
  * input is one plugstack.conf line after the plugin's path, split into

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * srun's --pspawn= value: the option's callback in spank/pspawn_srun.c
  * (included, with the few Slurm calls it makes stubbed), which srun runs

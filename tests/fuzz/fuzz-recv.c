@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The zygote's receive (zygote/parse.c: recv_message, through
  * zygote_recv_request and zygote_recv_forwarded) and the fd passing under

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What the launcher reads from its zygotes: the task reports on the
  * report pipe (launcher/request.c: pspawn_batch_read_reports, its

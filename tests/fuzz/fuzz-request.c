@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The zygote's request decoder: zygote_parse_request (zygote/parse.c),
  * then, for every task of a request it accepts, the decoding of the

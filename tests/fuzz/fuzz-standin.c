@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The stand-in zygote's side of one stand-in (zygote/standin.c, included
  * to reach its static functions): the stand-in's request arrives on its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What park.c gives the rest of the zygote (the files of libpspawn/zygote/), for
  * the targets that link them: park.c itself is left out, since it wraps

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What the libFuzzer targets share (header only): reading an input front
  * to back, a failed invariant that libFuzzer records as a crash, and the

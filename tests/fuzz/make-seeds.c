@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Writes seed inputs for fuzz-request, fuzz-recv and fuzz-standin from
  * requests made by the library's own encoder (launcher/encode.c), so that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * children - a task from the zygote is the launcher's own child, as after
  * fork+exec: the launcher gets SIGCHLD with the task's pid and status,

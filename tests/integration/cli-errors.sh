@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # cli-errors.sh - a program that cannot be launched makes pspawn print
 # "pspawn: PROG: <strerror>" and exit 127 (not found) or 126 (any other
 # error), with and without --exec, and no task runs.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # cli-exit.sh - pspawn exits 0 when every task exits 0, otherwise with the
 # highest of the tasks' exit codes and 128+signal for a task killed by a
 # signal; the same with --exec.

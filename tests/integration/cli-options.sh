@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # cli-options.sh - what the pspawn command gives its tasks: PSPAWN_RANK,
 # PSPAWN_SIZE, PSPAWN_LOCAL_RANK, --env, stdin for rank 0 only, --label,
 # one new process group for all tasks, --bind, -v, --help, option parsing

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # cli-signals.sh - SIGINT, SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 sent to
 # pspawn reach every task exactly once.
 #

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # cli-timeout.sh - --timeout S: after S seconds the tasks get SIGTERM (then
 # SIGKILL 5 s later), pspawn says so and exits 124, and no task is left.
 # Tasks done in time are not affected.

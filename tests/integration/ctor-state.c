@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ctor-state - what a program's constructors do is part of the program: an
  * exec'd task gets their changes on top of its caller's state, and so must

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * errors - the errors of a program are those exec gives, through the API,
  * the same as posix_spawn(3) gives for the same call:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fallback-program - when the program itself cannot be served by its
  * zygote, the task is created by a plain exec instead, runs exactly once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fallback-state - when the state of the zygote, of the launcher or of
  * the request makes a fork of the zygote unfaithful to an exec, the task

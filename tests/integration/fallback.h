@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fallback.h - what the two fallback test programs share (header only):
  * tests/integration/fallback-program (the program itself cannot be served

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fanout - sub-zygotes for real, on this machine (fanout=core: one zygote
  * per CPU) and on a fake topology of 8 NUMA nodes: the zygotes and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * hardening - the launcher's side of issue-level defects, each checked
  * where it would show:

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Transparent interception on real launchers that nobody here wrote: GNU
 # make -j, xargs -P, GNU parallel, Python's subprocess and multiprocessing
 # (spawn), and MPICH's mpiexec.hydra.  Each runs plain and under

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Spawn-site priorities (pspawn --intercept --priority MODE): the
 # interception library learns, per spawn site (the launcher's binary, the
 # call's offset in it, the program, a shell's command), how long its

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Transparent interception (pspawn --intercept, libpspawn-intercept.so):
 # a launcher's repeated starts of a program go through a zygote, and the
 # launcher sees what it saw without: the same output, exit codes, signal

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lifecycle-libs - a zygote's libraries replaced on disk, through the API
  *: a library renamed over between two batches: the zygote exits

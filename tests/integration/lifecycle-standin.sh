@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The zygote's life in stand-in mode, driven through
 # pspawn-shim as slurmstepd drives it (tests/integration/standin.sh has the rest):
 #  - the stand-in that starts the zygote is killed while the zygote loads:

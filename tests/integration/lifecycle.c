@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lifecycle - the zygote's life, through the API:
  *  1. orphan: the launcher is killed while its zygote loads (a library's

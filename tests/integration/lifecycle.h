@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lifecycle.h - what the two lifecycle test programs share (header only):
  * tests/integration/lifecycle (the zygote's life) and tests/integration/lifecycle-libs (its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * parity-api-attrs - what a launcher asks for a task through pspawn_attr_t
  * gives a task created from the zygote exactly what it gives an exec'd

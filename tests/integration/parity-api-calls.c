@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * parity-api-calls - every call and every form of the program gives a
  * task created from the zygote what an exec'd one gets: scripts with and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * parity-api-state - a task created from the zygote reflects the
  * launcher's own state at spawn time, never the zygote's, as an exec'd

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * parity-api.h - what the three API parity programs share (header only):
  * launching the probe (tests/fixtures/probe.c) three ways with the same

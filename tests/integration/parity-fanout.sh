@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # parity-fanout.sh - through sub-zygotes, a task still sees exactly what an
 # exec'd one sees: the API parity suite (tests/integration/parity-api-state,
 # -attrs and -calls: the launcher's state, every attribute, the calls and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * parity-launcher.h - the launcher side of the three API parity programs
  * (header only; parity-api.h launches and compares): the launcher's own

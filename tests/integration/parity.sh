@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # parity.sh - through the pspawn command, a task started from the zygote
 # sees exactly what one started with --exec (plain exec, the reference)
 # sees: the probe (tests/fixtures/probe.c) is run both ways and its reports are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * pidhook - pspawn_attr_setpidhook(): a launcher that reaps with
  * waitpid(-1) in another thread (prted does) knows every task's pid

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # pip.sh - Process-in-Process (pspawn --pip, mode=pip): each task a process
 # of its own (pid, fd table, signal handlers, exit status) in its root's
 # address space, with its own copy of the program's globals; another

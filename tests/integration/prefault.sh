@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # prefault.sh - a task forked from a zygote finds the zygote's small text
 # mappings (at most 64 KB, r-x, of a file) already mapped at main(), as an
 # exec'd task finds those its loader ran: libpspawn maps them in each task

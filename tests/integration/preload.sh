@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # preload.sh - learned library preloads: with preload=auto, what tasks
 # dlopen after main (ending normally, by _exit or by a signal) is recorded
 # as it is loaded, and the next zygote of the program loads it before it

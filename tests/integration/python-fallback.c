@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * python-fallback.c - tasks a warm Python zygote cannot run as an exec'd
  * interpreter would are exec'd, and the reason names what differs: the

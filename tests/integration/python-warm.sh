@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # python-warm.sh - a warm Python zygote gives a task what an exec'd
 # interpreter gives it: the parity probe's fields for a script, -c and -m;
 # exit codes, tracebacks, atexit and SIGINT; thread pools sized from the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * session - the launch session (pspawn_session_*), the asynchronous
  * vector spawn: submit returns before the tasks are created and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * session.h - what tests/integration/session.c's cases share (header only, for that
  * one test): the tasks (tests/fixtures/task) with their argv, env and CPU sets, a

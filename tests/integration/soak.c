@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * soak - 10,000 spawns through one context leak nothing:
  *   the launcher's fd count is the same after them (and back to where it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The root mover's tests, in tests/integration/spank-plugin's fake slurmstepd
  * (test-plugin.h): a step's mover, started by the plugin's user_init, is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * TAP: spank_pspawn.so in a fake slurmstepd (test-slurmstepd.c), which
  * plays a step's callbacks and records what the plugin asked of it; the

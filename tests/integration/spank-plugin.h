@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The TAP test tests/integration/spank-plugin: spank_pspawn.so in a fake slurmstepd.
  *

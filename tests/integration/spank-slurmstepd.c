@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The fake slurmstepd of tests/integration/spank-plugin (test-plugin.h).
  *

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # standin-case7-loop.sh [N [DELAY [LATE]]]: standin.sh's case 7 alone, N
 # times in a row (default 500; DELAY default 0: the zygote killed as soon
 # as it parked; LATE: a rank that starts after the others), stopping at

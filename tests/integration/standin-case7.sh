@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # standin-case7.sh - case 7 of standin.sh, sourced by it and by
 # standin-case7-loop.sh (which runs it alone, many times).
 #

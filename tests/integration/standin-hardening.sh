@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Stand-in mode under hostile or odd conditions, without Slurm (as
 # standin.sh): a zygote whose requests are refused, tasks whose loader
 # variables differ from the zygote's, more fds than a request passes, the

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Stand-in mode without Slurm: pspawn-shim processes started side by side,
 # as slurmstepd starts them for a --pspawn step, hand their tasks to one
 # zygote; each exits exactly as its task did.

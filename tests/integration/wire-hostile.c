@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * wire-hostile - a zygote's launcher that sends it what libpspawn never
  * would: the zygote refuses each bad request (REFUSE_MALFORMED in its

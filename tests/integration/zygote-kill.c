@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * zygote-kill - killing (SIGKILL) or stopping (SIGSTOP) the zygote at any
  * moment of a 1000-task batch loses no task, runs none twice and hangs

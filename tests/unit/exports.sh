@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # exports.sh: what each shared object built here exports, as a site would
 # see it with nm -D: libpspawn.so only the calls declared in pspawn.h
 # (all at version PSPAWN_0.1), and every preloaded or plugin object only

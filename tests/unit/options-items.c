@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* TAP: how pspawn_options_parse (libpspawn/wire/options.c) splits its text
  * into items with getsubopt(3): words and KEY=VALUE told apart, values
  * that hold '=', empty items, and messages that quote the text as given

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * TAP: which cgroup.procs files the step's mover writes (pspawn_cg_moves),
  * from /proc/PID/cgroup and /proc/self/mountinfo text as slurmstepd reads

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* TAP: the plugstack.conf arguments and --pspawn values (pspawn_config.c),
  * without Slurm.  Built with PSPAWN_SHIM_PATH="/test/pspawn-shim". */
 #include "config.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * topology - how fan-out splits a machine into groups of CPUs, one zygote
  * each, and which group a task goes to (launcher/topology.c, the dispatch

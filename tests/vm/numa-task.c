@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * numa-task - a task that says where its memory comes from: it allocates
  * and touches 8 MB, asks the kernel on which NUMA node each page is

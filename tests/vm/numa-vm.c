@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * numa-vm - fan-out on real NUMA nodes, inside the guest that
  * tests/vm/numa-vm.sh boots (4 nodes of 2 CPUs, QEMU -numa): hwloc sees

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/vm/numa-vm.sh BUILD_DIR - fan-out on real NUMA nodes: boots a KVM
 # guest with 4 NUMA nodes of 2 CPUs each (QEMU -numa; Debian's cloud
 # kernel, an initramfs of busybox and the build's library, proxy and test
