@@ -180,10 +180,13 @@ fi
 
 # ends NAME WANT CODE: exit status and stderr of `python3 -c CODE`,
 # exec'd and warm.
+# -l: the task's output comes through pspawn, in whole lines, so that
+# pspawn's own "launched" line (-v) cannot land inside a line of the
+# task's traceback, as it can when both write to one file.
 ends() {
     name=$1 want=$2 code=$3
-    cold $py -c "$code"
-    warm "$name" $py -c "$code"
+    cold -l $py -c "$code"
+    warm "$name" -l $py -c "$code"
     [ $xrc -eq "$want" ] && [ $wrc -eq "$want" ]
     ok $? "$name: exit status $want (exec'd $xrc, warm $wrc)"
     if cmp -s "$tmp/x.err" "$tmp/w.err2" && cmp -s "$tmp/x.out" "$tmp/w.out"; then
@@ -211,8 +214,8 @@ def inner():
     return {}["missing"]
 inner()
 PY
-cold $py "$tmp/tb.py"
-warm "traceback from a script" $py "$tmp/tb.py"
+cold -l $py "$tmp/tb.py"
+warm "traceback from a script" -l $py "$tmp/tb.py"
 cmp -s "$tmp/x.err" "$tmp/w.err2"
 if ! ok $? "traceback from a script: the same as exec'd"; then
     diff "$tmp/x.err" "$tmp/w.err2" | head -10 | sed 's/^/#   /'
