@@ -12,17 +12,18 @@ spank_plugin_sources = \
 	spank/pspawn_spank.c spank/pspawn_spank.h \
 	spank/pspawn_srun.c spank/pspawn_slurmstepd.c \
 	spank/pspawn_config.c spank/pspawn_config.h \
-	spank/pspawn_cgroup.h spank/pspawn_mover.c \
-	spank/pspawn_jobzygote.c spank/pspawn_jobzygote.h spank/pspawn_jobstart.c
+	spank/pspawn_cgroup.h spank/pspawn_mover.c spank/mover-request.c \
+	spank/pspawn_jobzygote.c spank/pspawn_jobzygote.h spank/pspawn_jobstart.c spank/pspawn_jobstate.c
 
 # One test program: the fake slurmstepd, the plugin's tests, the mover's.
 spank_test_plugin_sources = \
 	tests/integration/spank-plugin.c tests/integration/spank-plugin.h \
-	tests/integration/spank-slurmstepd.c tests/integration/spank-mover.c
+	tests/integration/spank-slurmstepd.c tests/integration/spank-mover.c \
+	tests/integration/spank-mover.h tests/integration/spank-mover-play.c
 
 # Also in the tarball of a build without Slurm.
 EXTRA_DIST += $(spank_plugin_sources) tests/unit/spank-config.c $(spank_test_plugin_sources) \
-	tests/unit/spank-cgroup.c
+	tests/unit/spank-cgroup.c tests/integration/spank-jobzygote.c
 
 # make distcheck installs as a user, under its own prefix.
 AM_DISTCHECK_CONFIGURE_FLAGS = --with-slurm-plugindir='$${libdir}/slurm'
@@ -62,4 +63,15 @@ tests_integration_spank_plugin_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS) -I$(t
 tests_integration_spank_plugin_LDFLAGS = $(AM_LDFLAGS) -export-dynamic -no-install
 tests_integration_spank_plugin_LDADD = libpspawn/libpspawn-wire.la
 tests_integration_spank_plugin_DEPENDENCIES = spank/spank_pspawn.la
+
+# reuse=job's root side (the job's zygote manager, its starter, the
+# clean-up), called directly as slurmstepd calls it; root only.
+check_PROGRAMS += tests/integration/spank-jobzygote
+TESTS += tests/integration/spank-jobzygote
+tests_integration_spank_jobzygote_SOURCES = tests/integration/spank-jobzygote.c \
+	spank/pspawn_jobzygote.c spank/pspawn_jobzygote.h spank/pspawn_jobstart.c spank/pspawn_jobstate.c \
+	tests/fixtures/tap.h
+tests_integration_spank_jobzygote_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/spank
+tests_integration_spank_jobzygote_LDADD = libpspawn/libpspawn-wire.la
+tests_integration_spank_jobzygote_LDFLAGS = $(AM_LDFLAGS) -no-install
 endif

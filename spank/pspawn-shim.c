@@ -24,9 +24,10 @@
  *   PSPAWN_SHIM_OPTIONS    the step's libpspawn options (fanout=...)
  *   PSPAWN_SHIM_ARGV0      the task's argv[0] when the plugin replaced it
  *                          in place (Slurm before 23.11)
- *   PSPAWN_SHIM_MOVER      the step's mover in slurmstepd: the task is held
- *                          until the mover has put it into our cgroups
- *                          (see pspawn_cgroup.h)
+ *   PSPAWN_SHIM_MOVER_FD   our end of the socket pair to the step's mover
+ *                          in slurmstepd: the task is held until the mover
+ *                          has put it into our cgroups, and exec'd by us
+ *                          instead if it does not (see pspawn_cgroup.h)
  *   PSPAWN_SHIM_JOB        1: KEY names the job's zygote, which root
  *                          started for the step; the task gets its own
  *                          process group (the zygote is in another session)
@@ -113,7 +114,8 @@ static void __attribute__((noreturn)) exec_plain(const char *path, char **argv, 
 static struct {
     char *key, *token, *tasks, *signals, *proctrack, *signal_children, *options,
         *argv0, *mover, *job, *lock_fd, *idle_ms;
-} shim;
+    int mover_fd;       /* -1: the step has no mover */
+} shim = { .mover_fd = -1 };
 
 /* Copy our variables, then overwrite their values in the block the kernel
  * shows as /proc/PID/environ (unsetenv only drops the pointers), and drop
@@ -129,7 +131,7 @@ static void take_shim_vars(void)
         { "PSPAWN_SHIM_PROCTRACK", &shim.proctrack },
         { "PSPAWN_SHIM_SIGNAL_CHILDREN", &shim.signal_children },
         { "PSPAWN_SHIM_OPTIONS", &shim.options },
-        { "PSPAWN_SHIM_ARGV0", &shim.argv0 }, { "PSPAWN_SHIM_MOVER", &shim.mover },
+        { "PSPAWN_SHIM_ARGV0", &shim.argv0 }, { "PSPAWN_SHIM_MOVER_FD", &shim.mover },
         { "PSPAWN_SHIM_JOB", &shim.job }, { "PSPAWN_SHIM_LOCK_FD", &shim.lock_fd },
         { "PSPAWN_SHIM_IDLE_MS", &shim.idle_ms },
     };
@@ -149,6 +151,25 @@ static void take_shim_vars(void)
         free(name);
         e = gone ? environ : e + 1;
     }
+}
+
+/* Our end to the step's mover, if PSPAWN_SHIM_MOVER_FD names one: a
+ * socket, at once close-on-exec (neither the zygote we may start nor a
+ * task we exec may hold it).  -1 if none, or it is not what it should be
+ * (the task is then exec'd: it could not be moved). */
+static int take_mover_fd(void)
+{
+    char *end;
+    long fd = shim.mover ? strtol(shim.mover, &end, 10) : -1;
+    struct stat st;
+    if (!shim.mover)
+        return -1;
+    if (*end || fd < 3 || fd > INT_MAX || fstat((int)fd, &st) < 0 || !S_ISSOCK(st.st_mode) ||
+        fcntl((int)fd, F_SETFD, FD_CLOEXEC) < 0) {
+        say("PSPAWN_SHIM_MOVER_FD=%s is no socket", shim.mover);
+        return -2;
+    }
+    return (int)fd;
 }
 
 /* The library's stand-in client says what happens through this. */
@@ -370,21 +391,25 @@ static pid_t request_task(int sock, const char *path, char **targv, int job, int
     return task;
 }
 
-/* Into the step's cgroups (the mover), where it asks for that. */
+/* Into the step's cgroups (the mover), where the step has one.  A task
+ * the mover did not move would run in the zygote's cgroups (with
+ * reuse=job, outside its step): it is cancelled, never run, and we exec
+ * the program ourselves, in our own cgroups. */
 static void move_task(int sock, const char *path, char **targv, pid_t task, int wait_ms,
                       struct pspawn_hold *hold)
 {
     int err;
-    if (!shim.mover || !(err = shim_move_task(shim.mover, task, shim.token, wait_ms)))
+    if (shim.mover_fd == -1 ||
+        !(err = shim.mover_fd < 0 ? EBADF : shim_move_task(shim.mover_fd, task, shim.token, wait_ms)))
         return;
-    /* Not the step's any more: the zygote died since it replied, and
-     * the held task is init's.  Cancel it and exec, in our cgroups. */
-    if (err == ESRCH && zygote_gone(sock)) {
-        pspawn_standin_go(hold, 0);
-        close(sock);
-        exec_plain(path, targv, "zygote lost before its task was moved");
-    }
-    say("task %d stays in the zygote's cgroups: mover: %s", (int)task, strerror(err));
+    /* ESRCH with the zygote gone: it died since it replied, and the held
+     * task is init's. */
+    char why[96];
+    snprintf(why, sizeof why, "the mover did not move task %d into our cgroups: %s%s", (int)task,
+             strerror(err), err == ESRCH && zygote_gone(sock) ? " (zygote lost)" : "");
+    pspawn_standin_go(hold, 0);
+    close(sock);
+    exec_plain(path, targv, why);
 }
 
 /* Release the held task, our signal dispositions set before it runs: a
@@ -432,6 +457,7 @@ int main(int argc, char **argv)
 {
     debug = pspawn_env_true("PSPAWN_SHIM_DEBUG");
     take_shim_vars();
+    shim.mover_fd = take_mover_fd();
     starter = argc > 2 && !strcmp(argv[1], "--job-zygote");
     if (starter) {
         argv++;

@@ -9,22 +9,33 @@
  * Moving it takes root, which neither the shim nor the zygote has.
  *
  * So slurmstepd (root) runs one mover thread per step, started by the
- * plugin, listening on an abstract socket.  A shim whose task the zygote
- * has forked, and holds before its first instruction, asks the mover to
- * put that task into the shim's own cgroups; then it lets the task run.
- * The mover serves only a direct child of its slurmstepd running as the
- * step's user that knows the step's token, and moves only a process of
- * that user that descends from its slurmstepd, into that child's cgroups:
- * the worst a user can do with it is reshuffle its own step's processes
- * between the step's task cgroups.  With a job's zygote (reuse=job) it
- * also moves a child of that user's process in the job's extern step:
- * the worst is then to move one's own processes of the job's extern step
- * (ssh sessions adopted there, say) into one of one's own tasks.
+ * plugin's user_init with one socket pair per local task, and no name
+ * anyone could connect to.  In task_post_fork (slurmstepd, root, before
+ * any task runs) the plugin pins each task's child by a pidfd (or its pid
+ * and start time) as the one process whose requests that pair carries;
+ * in task_init the child keeps its own end, open across its exec into the
+ * shim, and closes the others.  A shim whose task the zygote has forked,
+ * and holds before its first instruction, asks on its end for that task
+ * to be put into the shim's own cgroups; then it lets the task run.
+ *
+ * The mover answers only while the pinned shim of that pair lives, and
+ * reads its destination, the shim's cgroups, through that pin: whatever
+ * holds the end later (a child the shim handed it to) cannot steer a move
+ * into the cgroups of a process that took the shim's pid.  It moves only
+ * a process of the step's user that descends from its slurmstepd, with
+ * the step's token: the worst a user can do with it is reshuffle its own
+ * step's processes between the step's task cgroups.  With a job's zygote
+ * (reuse=job) it also moves a child of that user's process in the job's
+ * extern step (found from slurmstepd's own cgroups, never by a job
+ * number): the worst is then to move one's own processes of the job's
+ * extern step (ssh sessions adopted there, say) into one of one's own
+ * tasks.
  */
 #ifndef PSPAWN_CGROUP_H
 #define PSPAWN_CGROUP_H
 
 #include <limits.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -48,13 +59,25 @@ struct pspawn_mover_reply {
 };
 
 
+/* What the mover reads of a request: 0 with *PID (the process to move),
+ * EPROTO (not a request: LEN bytes at BUF), or EPERM (another token than
+ * TOKEN, PSPAWN_MOVER_TOKEN bytes). */
+int pspawn_mover_decode(const void *buf, size_t len, const char *token, pid_t *pid);
+
 #ifdef PSPAWN_SPANK_H
 /* In slurmstepd (user_init): start the step's mover for user UID and
- * TOKEN, listening on NAME; JOB_ZYGOTE: the job id whose extern step
- * holds the step's zygote (reuse=job), whose children it moves too, or
- * 0.  Returns 0, or -1 (tasks then stay in the zygote's cgroups; the
- * reason is logged). */
-int pspawn_mover_start(uid_t uid, const char *name, const char *token, uint32_t job_zygote);
+ * TOKEN, with a socket pair for each of its NTASKS local tasks.
+ * JOB_EXTERN: the job's extern step (pspawn_cg_job_extern's text) whose
+ * processes' children it moves too (reuse=job), or NULL.  Returns 0, or
+ * -1 (tasks cannot be moved; the reason is logged). */
+int pspawn_mover_start(uid_t uid, const char *token, uint32_t ntasks, const char *job_extern);
+/* In slurmstepd (task_post_fork, root, before any task runs): TASK's
+ * child is PID, pinned now as the only process the mover serves on TASK's
+ * pair; slurmstepd's copy of the child's end is closed.  0, or -1. */
+int pspawn_mover_task_forked(int task, pid_t pid);
+/* In TASK's child (task_init): its end of TASK's pair, kept open across
+ * the exec, every other end closed; the fd, or -1 (no mover). */
+int pspawn_mover_task_channel(int task);
 /* In slurmstepd (exit): stop it, before the plugin is unloaded. */
 void pspawn_mover_stop(void);
 #endif

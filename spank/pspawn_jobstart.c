@@ -3,11 +3,12 @@
  * reuse=job: start a job's zygote (see pspawn_jobzygote.c).  Runs in the
  * job zygote manager, a single-threaded child of slurmstepd that is root
  * again.  The starter it forks joins the cgroups of the job's extern step,
- * leaves slurmstepd's session, takes the step's resource limits, drops to
- * the user's groups and ids, binds
+ * leaves slurmstepd's session, drops to the user's groups and ids, binds
  * the zygote's lock name as the user (the stand-ins of the step wait on
- * it from their first instant), and execs `pspawn-shim --job-zygote`,
- * which starts the zygote and exits once it parked.
+ * it from their first instant), marks every fd of slurmstepd's but the
+ * lock close-on-exec, takes the step's resource limits, and execs
+ * `pspawn-shim --job-zygote`, which starts the zygote and exits once it
+ * parked.
  */
 #include "config.h"
 
@@ -23,63 +24,64 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "pin.h"
 #include "procfs.h"
 #include "pspawn_jobzygote.h"
 #include "unixsock.h"
 
 #define START_MS 5000       /* the starter's word that it holds the lock */
 
-/* A process of the job's extern step other than its slurmstepd (the
- * extern step's own task, or a zygote of the job): the cgroups the
- * starter joins.  -1 if there is none (no PrologFlags=Contain). */
-static pid_t extern_process(uint32_t jobid)
+/* The cgroups of a process of the job's extern step (JOB_EXTERN) other
+ * than its slurmstepd (the extern step's own task, or a zygote of the
+ * job): the leaf cgroups the starter joins, as /proc/PID/cgroup text read
+ * while that process was pinned (malloc'd).  NULL if there is none (no
+ * PrologFlags=Contain). */
+static char *extern_cgroups(const char *job_extern)
 {
-    char want[48];
-    snprintf(want, sizeof want, "/job_%u/step_extern", jobid);
-    size_t wlen = strlen(want);
     DIR *d = opendir("/proc");
     struct dirent *e;
-    pid_t found = -1;
-    while (d && found < 0 && (e = readdir(d))) {
-        if (!isdigit((unsigned char)e->d_name[0]))
+    char *found = NULL;
+    while (d && !found && (e = readdir(d))) {
+        struct pspawn_pin p;
+        if (!isdigit((unsigned char)e->d_name[0]) || pspawn_pin_pid(&p, atoi(e->d_name)) < 0)
             continue;
-        char path[300];
-        snprintf(path, sizeof path, "/proc/%s/cgroup", e->d_name);
-        char *cg = pspawn_read_file(path), *at = cg ? strstr(cg, want) : NULL;
-        int in = at && (at[wlen] == '/' || at[wlen] == '\n' || at[wlen] == '\0');
-        free(cg);
-        if (!in)
-            continue;
-        snprintf(path, sizeof path, "/proc/%s/comm", e->d_name);
-        char *comm = pspawn_read_file(path);
-        if (comm && strncmp(comm, "slurmstepd", 10) != 0)
-            found = atoi(e->d_name);
+        char *cg = pspawn_pin_read(&p, "cgroup");
+        char *comm = cg && pspawn_cg_within(cg, job_extern) ? pspawn_pin_read(&p, "comm") : NULL;
+        if (comm && strncmp(comm, "slurmstepd", 10) != 0) {
+            found = cg;
+            cg = NULL;
+        }
         free(comm);
+        free(cg);
+        pspawn_pin_close(&p);
     }
     if (d)
         closedir(d);
     return found;
 }
 
+#define OWN_VARS 5
+
 /* The starter's environment: the step's, without any PSPAWN_SHIM_*, and
- * ours.  LOCK_VAR is filled in by the starter once it has the lock's fd. */
+ * ours, whose strings go into MINE (the caller frees them and the array).
+ * LOCK_VAR is filled in by the starter once it has the lock's fd. */
 static char **starter_env(const struct pspawn_job_step *s, const char *key, const char *token,
-                          char *lock_var)
+                          char *lock_var, char *mine[OWN_VARS])
 {
     size_t n = 0;
     while (s->env[n])
         n++;
-    char **env = calloc(n + 8, sizeof *env);
+    char **env = calloc(n + OWN_VARS + 2, sizeof *env);
     if (!env)
         return NULL;
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
         if (strncmp(s->env[i], "PSPAWN_SHIM_", 12) != 0)
             env[k++] = s->env[i];
-    char *mine[6] = { NULL };
     if (asprintf(&mine[0], "PSPAWN_SHIM_KEY=%s", key) < 0 ||
         asprintf(&mine[1], "PSPAWN_SHIM_TOKEN=%s", token) < 0 ||
         asprintf(&mine[2], "PSPAWN_SHIM_OPTIONS=%s", s->options) < 0 ||
@@ -88,7 +90,7 @@ static char **starter_env(const struct pspawn_job_step *s, const char *key, cons
         free(env);
         return NULL;
     }
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < OWN_VARS; i++)
         env[k++] = mine[i];
     env[k++] = lock_var;
     env[k] = NULL;
@@ -137,7 +139,7 @@ struct start_word {
     int step;
     int err;
 };
-enum { STARTED, NO_CGROUP, NO_CREDS, NO_LOCK };
+enum { STARTED, NO_CGROUP, NO_CREDS, NO_LOCK, NO_SCRUB };
 
 static void __attribute__((noreturn)) fail(int fd, int step)
 {
@@ -148,18 +150,36 @@ static void __attribute__((noreturn)) fail(int fd, int step)
     _exit(1);
 }
 
-/* In the starter: every fd but 0-2 and KEEP closed at the exec. */
-static void cloexec_all_but(int keep)
+#ifndef SYS_close_range
+#define SYS_close_range 436     /* Linux 5.9, the same on every architecture */
+#endif
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)   /* Linux 5.11 */
+#endif
+
+/* In the starter: every fd but 0-2 and KEEP closed at the exec, whatever
+ * slurmstepd left open without close-on-exec.  Before 5.11, by the list
+ * in /proc/self/fd (the step's RLIMIT_NOFILE is not applied yet, so that
+ * opening it cannot fail for lack of an fd).  0, or -1: nothing was sure
+ * to be marked, and the starter must not exec. */
+static int cloexec_all_but(int keep)
 {
-    DIR *d = opendir("/proc/self/fd");
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-        int fd = atoi(e->d_name);
-        if (e->d_name[0] != '.' && fd > 2 && fd != keep && fd != dirfd(d))
-            fcntl(fd, F_SETFD, FD_CLOEXEC);
-    }
-    if (d)
+    if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
+        DIR *d = opendir("/proc/self/fd");
+        struct dirent *e;
+        if (!d)
+            return -1;
+        while ((e = readdir(d))) {
+            int fd = atoi(e->d_name);
+            if (e->d_name[0] != '.' && fd > 2 && fd != dirfd(d) &&
+                fcntl(fd, F_SETFD, FD_CLOEXEC) < 0 && errno != EBADF) {
+                closedir(d);
+                return -1;
+            }
+        }
         closedir(d);
+    }
+    return fcntl(keep, F_SETFD, 0);
 }
 
 static void __attribute__((noreturn)) starter(const struct pspawn_job_step *s, char paths[][PATH_MAX],
@@ -184,7 +204,6 @@ static void __attribute__((noreturn)) starter(const struct pspawn_job_step *s, c
     int null = open("/dev/null", O_RDWR | O_CLOEXEC);
     for (int fd = 0; null >= 0 && fd < 3; fd++)
         dup2(null, fd);
-    step_rlimits(s->env);
     if (setgroups((size_t)s->ngids, s->gids) < 0 || setresgid(s->gid, s->gid, s->gid) < 0 ||
         setresuid(s->uid, s->uid, s->uid) < 0 || getuid() != s->uid || geteuid() != s->uid)
         fail(word, NO_CREDS);
@@ -194,8 +213,11 @@ static void __attribute__((noreturn)) starter(const struct pspawn_job_step *s, c
     int lfd = pspawn_listen_abstract(lock, SOMAXCONN);
     if (lfd < 0)
         fail(word, NO_LOCK);
-    cloexec_all_but(lfd);
-    fcntl(lfd, F_SETFD, 0);
+    if (cloexec_all_but(lfd) < 0)
+        fail(word, NO_SCRUB);
+    /* The step's limits last: a low RLIMIT_NOFILE must not stop the scrub
+     * above (nor the lock's socket). */
+    step_rlimits(s->env);
     snprintf(lock_var, 40, "PSPAWN_SHIM_LOCK_FD=%d", lfd);
     struct start_word ok = { STARTED, 0 };
     if (write(word, &ok, sizeof ok) < 0) {
@@ -209,14 +231,12 @@ static void __attribute__((noreturn)) starter(const struct pspawn_job_step *s, c
 int pspawn_job_start(const struct pspawn_job_step *s, const char *key, const char *token,
                      char *why, size_t wlen)
 {
-    pid_t tmpl = extern_process(s->jobid);
-    if (tmpl < 0) {
+    char *to = s->job_extern ? extern_cgroups(s->job_extern) : NULL;
+    if (!to) {
         snprintf(why, wlen, "no process in the job's extern step (PrologFlags=Contain?)");
         return -1;
     }
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/cgroup", (int)tmpl);
-    char *to = pspawn_read_file(path), *from = pspawn_read_file("/proc/self/cgroup");
+    char *from = pspawn_read_file("/proc/self/cgroup");
     char *mounts = pspawn_read_file("/proc/self/mountinfo");
     static char paths[PSPAWN_CG_MAX][PATH_MAX];
     int n = to && from && mounts ? pspawn_cg_moves(to, from, mounts, paths) : -1;
@@ -229,27 +249,30 @@ int pspawn_job_start(const struct pspawn_job_step *s, const char *key, const cha
         return -1;
     }
     static char lock_var[40] = "PSPAWN_SHIM_LOCK_FD=";
-    char lock[180];
+    char lock[180], *mine[OWN_VARS] = { NULL };
     snprintf(lock, sizeof lock, "pspawn-%s.lock", key);
-    char **env = starter_env(s, key, token, lock_var);
+    char **env = starter_env(s, key, token, lock_var, mine);
     char **argv = calloc((size_t)s->argc + 3, sizeof *argv);
-    if (!env || !argv) {
-        snprintf(why, wlen, "no memory");
-        return -1;
+    int p[2] = { -1, -1 };
+    pid_t pid = -1;
+    if (env && argv && pipe2(p, O_CLOEXEC) == 0) {
+        argv[0] = (char *)s->shim;
+        argv[1] = "--job-zygote";
+        for (int i = 0; i < s->argc; i++)
+            argv[i + 2] = s->argv[i];
+        pid = fork();
+        if (pid == 0) {
+            close(p[0]);
+            starter(s, paths, n, lock, argv, env, lock_var, p[1]);
+        }
     }
-    argv[0] = (char *)s->shim;
-    argv[1] = "--job-zygote";
-    for (int i = 0; i < s->argc; i++)
-        argv[i + 2] = s->argv[i];
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) < 0) {
-        snprintf(why, wlen, "pipe: %s", strerror(errno));
+    for (int i = 0; i < OWN_VARS; i++)
+        free(mine[i]);
+    free(env);
+    free(argv);
+    if (p[0] < 0) {
+        snprintf(why, wlen, "%s", !env || !argv ? "no memory" : strerror(errno));
         return -1;
-    }
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(p[0]);
-        starter(s, paths, n, lock, argv, env, lock_var, p[1]);
     }
     close(p[1]);
     struct start_word w = { -1, 0 };
@@ -262,10 +285,11 @@ int pspawn_job_start(const struct pspawn_job_step *s, const char *key, const cha
         return 0;
     static const char *const steps[] = { "", "joining the extern step's cgroups",
                                          "dropping to the user's credentials",
-                                         "binding the zygote's lock name" };
+                                         "binding the zygote's lock name",
+                                         "marking slurmstepd's fds close-on-exec" };
     if (pid < 0)
         snprintf(why, wlen, "fork: %s", strerror(errno));
-    else if (got != (ssize_t)sizeof w || w.step < 1 || w.step > 3)
+    else if (got != (ssize_t)sizeof w || w.step < 1 || w.step > NO_SCRUB)
         snprintf(why, wlen, "the starter said nothing within %d ms", START_MS);
     else
         snprintf(why, wlen, "the starter failed %s: %s", steps[w.step], strerror(w.err));

@@ -52,7 +52,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "identity.h"
+#include "pin.h"
+#include "procfs.h"
 #include "pspawn_jobzygote.h"
 #include "unixsock.h"
 
@@ -170,8 +173,7 @@ static int job_secret(int dirfd, char *nonce, char *token)
         ssize_t n = read(fd, buf, sizeof buf - 1);
         close(fd);
         buf[n > 0 ? n : 0] = 0;
-        return sscanf(buf, "%16s %32s", nonce, token) == 2 && strlen(nonce) == 16 &&
-               strlen(token) == 32 ? 0 : -1;
+        return pspawn_job_secret_parse(buf, nonce, token);
     }
     unsigned char raw[24];
     if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
@@ -200,37 +202,83 @@ static int zygote_alive(const char *key, uid_t uid)
     return pspawn_abstract_owner(name, &owner) == 0 && owner == uid;
 }
 
-/* The pid of UID's process listening as pspawn-KEY, or -1. */
-static pid_t zygote_pid(const char *key, uid_t uid)
+char *pspawn_job_extern(void)
 {
-    char name[160];
-    snprintf(name, sizeof name, "pspawn-%s", key);
-    int fd = pspawn_connect_abstract(name, uid);
-    struct ucred peer;
-    pid_t pid = fd >= 0 && pspawn_peer_cred(fd, &peer) == 0 && peer.uid == uid ? peer.pid : -1;
-    if (fd >= 0)
-        close(fd);
-    return pid;
+    char *self = pspawn_read_file("/proc/self/cgroup");
+    size_t len = self ? strlen(self) + 16 * PSPAWN_CG_MAX + 1 : 0;
+    char *out = self ? malloc(len) : NULL;
+    int n = out ? pspawn_cg_job_extern(self, out, len) : -1;
+    free(self);
+    if (n <= 0) {
+        free(out);
+        return NULL;
+    }
+    return out;
 }
 
-/* Read the key an entry holds. */
-static int entry_key(int dirfd, const char *entry, char *key, size_t len)
+/* Whether every uid of P's process (real, effective, saved, file system)
+ * is UID. */
+static int runs_as(const struct pspawn_pin *p, uid_t uid)
 {
+    char *status = pspawn_pin_read(p, "status");
+    const char *u = status ? strstr(status, "\nUid:") : NULL;
+    unsigned long r, e, sv, f;
+    int yes = u && sscanf(u, "\nUid: %lu %lu %lu %lu", &r, &e, &sv, &f) == 4 && r == uid &&
+              e == uid && sv == uid && f == uid;
+    free(status);
+    return yes;
+}
+
+/* UID's zygote listening as pspawn-KEY, pinned into *Z: the very process
+ * that listens (SO_PEERPIDFD), not whatever took its pid since, and
+ * checked while pinned: UID's, in the job's extern step JOB_EXTERN.  0,
+ * or -1 (nothing of the job's to act on). */
+static int zygote_pin(const char *key, uid_t uid, const char *job_extern, struct pspawn_pin *z)
+{
+    char name[160];
+    struct ucred cred;
+    snprintf(name, sizeof name, "pspawn-%s", key);
+    *z = PSPAWN_PIN_NONE;
+    int fd = job_extern ? pspawn_connect_abstract(name, uid) : -1;
+    int ok = fd >= 0 && pspawn_pin_peer(z, fd, &cred) == 0 && cred.uid == uid;
+    if (fd >= 0)
+        close(fd);
+    char *cg = ok ? pspawn_pin_read(z, "cgroup") : NULL;
+    ok = ok && cg && pspawn_cg_within(cg, job_extern) && runs_as(z, uid);
+    free(cg);
+    if (!ok)
+        pspawn_pin_close(z);
+    return ok ? 0 : -1;
+}
+
+/* Signal UID's zygote KEY of the job (pinned and checked first). */
+static void signal_zygote(const char *key, uid_t uid, const char *job_extern, int sig)
+{
+    struct pspawn_pin z;
+    if (zygote_pin(key, uid, job_extern, &z) == 0) {
+        pspawn_pin_signal(&z, sig);
+        pspawn_pin_close(&z);
+    }
+}
+
+/* Read the key an entry holds, and the user it names. */
+static int entry_key(int dirfd, const char *entry, char *key, size_t len, uid_t *uid)
+{
+    char text[256];
     int fd = openat(dirfd, entry, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0)
         return -1;
-    ssize_t n = read(fd, key, len - 1);
+    ssize_t n = read(fd, text, sizeof text - 1);
     close(fd);
     if (n <= 0)
         return -1;
-    key[n] = 0;
-    key[strcspn(key, "\n")] = 0;
-    return 0;
+    text[n] = 0;
+    return pspawn_job_entry_parse(text, key, len, uid);
 }
 
 /* Drop the entries of zygotes that are gone; while K or more are left,
  * tell the one used least recently to finish its tasks and end. */
-static void make_room(int dirfd, uid_t uid, int max)
+static void make_room(int dirfd, uid_t uid, int max, const char *job_extern)
 {
     for (;;) {
         DIR *d = fdopendir(dup(dirfd));
@@ -244,7 +292,9 @@ static void make_room(int dirfd, uid_t uid, int max)
         while ((e = readdir(d))) {
             char key[160];
             struct stat st;
-            if (strncmp(e->d_name, "z.", 2) != 0 || entry_key(dirfd, e->d_name, key, sizeof key) < 0 ||
+            uid_t owner;
+            if (strncmp(e->d_name, "z.", 2) != 0 ||
+                entry_key(dirfd, e->d_name, key, sizeof key, &owner) < 0 || owner != uid ||
                 fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
                 continue;
             if (!zygote_alive(key, uid)) {
@@ -262,15 +312,27 @@ static void make_room(int dirfd, uid_t uid, int max)
         if (alive < max || !oldest[0])
             return;
         char key[160];
-        if (entry_key(dirfd, oldest, key, sizeof key) == 0) {
-            pid_t pid = zygote_pid(key, uid);
-            if (pid > 1)
-                kill(pid, SIGTERM);     /* it drains: no new stand-in, then ends */
-        }
+        uid_t owner;
+        if (entry_key(dirfd, oldest, key, sizeof key, &owner) == 0 && owner == uid)
+            signal_zygote(key, uid, job_extern, SIGTERM);  /* it drains, then ends */
         unlinkat(dirfd, oldest, 0);
     }
 }
 
+
+/* The job's extern step, kept in the job's state for its end: the extern
+ * step's slurmstepd may have left its own cgroups by then. */
+static void keep_extern(int dirfd, const char *job_extern)
+{
+    int fd = job_extern ? openat(dirfd, "extern", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC |
+                                                      O_NOFOLLOW, 0600) : -1;
+    if (fd >= 0) {
+        if (write(fd, job_extern, strlen(job_extern)) < 0) {
+            /* the job's end then relies on its own cgroups */
+        }
+        close(fd);
+    }
+}
 
 /* The manager, in a child of slurmstepd: find or start the step's job
  * zygote; answer on FD. */
@@ -303,7 +365,8 @@ static void __attribute__((noreturn)) manage(const struct pspawn_job_step *s, in
         _exit(0);
     }
     unlinkat(dirfd, entry, 0);
-    make_room(dirfd, s->uid, s->max_zygotes);
+    keep_extern(dirfd, s->job_extern);
+    make_room(dirfd, s->uid, s->max_zygotes, s->job_extern);
     if (pspawn_job_start(s, key, token, why, sizeof why) < 0) {
         reply(fd, "no %s", why);
         _exit(1);
@@ -350,17 +413,10 @@ int pspawn_job_zygote(const struct pspawn_job_step *s, char *key, size_t keylen,
     while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
         ;
     a.text[n > 0 ? n : 0] = 0;
-    char k[160], t[64], how[16];
-    if (n > 3 && strncmp(a.text, "ok ", 3) == 0 &&
-        sscanf(a.text + 3, "%159s %63s %15s", k, t, how) == 3 && strlen(k) < keylen &&
-        strlen(t) < toklen) {
-        snprintf(key, keylen, "%s", k);
-        snprintf(token, toklen, "%s", t);
-        snprintf(what, wlen, "%s", how);
+    const char *why;
+    if (n > 0 && pspawn_job_answer_parse(a.text, key, keylen, token, toklen, what, wlen, &why) == 0)
         return 0;
-    }
-    snprintf(what, wlen, "%s", n <= 0 ? "no answer from the job's zygote manager"
-                                      : strncmp(a.text, "no ", 3) == 0 ? a.text + 3 : a.text);
+    snprintf(what, wlen, "%s", n <= 0 ? "no answer from the job's zygote manager" : why);
     return -1;
 }
 
@@ -392,22 +448,31 @@ static void job_end(uint32_t jobid)
     int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
     if (dirfd < 0)
         return;
+    /* The extern step: from our own cgroups (we are its slurmstepd), or as
+     * the job's first manager kept it, root's file in root's directory. */
+    char *job_extern = pspawn_job_extern(), kept[4096];
+    int efd = job_extern ? -1 : openat(dirfd, "extern", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    ssize_t n = efd >= 0 ? read(efd, kept, sizeof kept - 1) : -1;
+    if (efd >= 0)
+        close(efd);
+    if (!job_extern && n > 0) {
+        kept[n] = '\0';
+        job_extern = strdup(kept);
+    }
     DIR *d = fdopendir(dirfd);
     struct dirent *e;
     while (d && (e = readdir(d))) {
         char key[160];
-        unsigned uid;
+        uid_t uid;
         if (e->d_name[0] == '.')
             continue;
-        if (strncmp(e->d_name, "z.", 2) == 0 && entry_key(dirfd, e->d_name, key, sizeof key) == 0 &&
-            sscanf(key, "job.%u.", &uid) == 1) {
-            pid_t pid = zygote_pid(key, (uid_t)uid);
-            if (pid > 1)
-                kill(pid, SIGKILL);     /* the job is over: nothing to finish */
-        }
+        if (strncmp(e->d_name, "z.", 2) == 0 &&
+            entry_key(dirfd, e->d_name, key, sizeof key, &uid) == 0)
+            signal_zygote(key, uid, job_extern, SIGKILL);  /* nothing to finish */
         unlinkat(dirfd, e->d_name, 0);
     }
     if (d)
         closedir(d);
+    free(job_extern);
     rmdir(dir);
 }

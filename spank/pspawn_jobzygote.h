@@ -26,7 +26,14 @@ struct pspawn_job_step {
     int idle_s;             /* idle= */
     const char *shim;       /* pspawn-shim */
     int debug;
+    const char *job_extern; /* the job's extern step's cgroups (pspawn_job_extern) */
 };
+
+/* The job's extern step, as this slurmstepd's own cgroups show it
+ * (pspawn_cg_job_extern: never found by a job number, so a job folder
+ * named by Slurm 26.05's SLUID does as well), malloc'd; NULL where they
+ * name no step of a job. */
+char *pspawn_job_extern(void);
 
 /*
  * In slurmstepd's user_init: the job's zygote for step S on this node,
@@ -48,5 +55,19 @@ int pspawn_job_start(const struct pspawn_job_step *s, const char *key, const cha
 /* The job's end on this node (its extern step's slurm_spank_exit, as
  * root): kill what is left of its zygotes and remove its state. */
 void pspawn_job_end(uint32_t jobid);
+
+/* pspawn_jobstate.c: the job's state and the manager's answer, as text.
+ * A zygote's key "job.UID.JOBID.NONCE.HASH" (16 hex digits each): 0 with
+ * *UID and *JOBID, or -1. */
+int pspawn_job_key_parse(const char *key, uid_t *uid, uint32_t *jobid);
+/* An entry's file (z.HASH): its first line, a key, into KEY (LEN bytes):
+ * 0 with *UID, or -1. */
+int pspawn_job_entry_parse(const char *text, char *key, size_t len, uid_t *uid);
+/* The job's secret file, "NONCE TOKEN" (16 and 32 hex digits): 0, or -1. */
+int pspawn_job_secret_parse(const char *text, char nonce[17], char token[33]);
+/* The manager's answer: "ok KEY TOKEN HOW" gives 0 with them; anything
+ * else -1, with *WHY what "no WHY" says, or the text itself. */
+int pspawn_job_answer_parse(const char *text, char *key, size_t keylen, char *token,
+                            size_t toklen, char *how, size_t howlen, const char **why);
 
 #endif

@@ -4,6 +4,8 @@
  *
  * slurm_spank_user_init (once, in slurmstepd) decides whether the step
  * runs its tasks through pspawn-shim and draws the step's token.
+ * slurm_spank_task_post_fork (in slurmstepd, root, for each task's child
+ * before any runs) pins that child for the step's mover.
  * slurm_spank_task_init (in each task's child, as the user, just before
  * slurmstepd goes on to TaskProlog, TMPDIR, the PATH lookup, rlimits and
  * execve) makes that execve start the shim, with the task's own argv after
@@ -54,7 +56,8 @@ static struct {
     char local_tasks[16];
     char proctrack[64];             /* "" when unknown */
     char signal_children[2];        /* "1": SignalChildrenProcesses=yes, else "" */
-    char mover[128];                /* the mover's name, "" if none */
+    int mover;                      /* the step's mover runs */
+    char *job_extern;               /* reuse=job: the job's extern step's cgroups */
     char options[1040];             /* the site's libpspawn options, then the step's */
     int job;                        /* key names the job's zygote (reuse=job) */
 } step;
@@ -232,15 +235,20 @@ static int use_job_zygote(spank_t sp, const struct pspawn_options *o, uid_t uid,
                           uint32_t stepid)
 {
     const char *why = NULL;
+    free(step.job_extern);
+    step.job_extern = NULL;
     if (!strstr(step.proctrack, "cgroup"))
         why = "it needs proctrack/cgroup, which ends its zygotes with the job";
     else if (getpid() != pspawn_stepd_pid)
         why = "user_init runs outside slurmstepd (contain_spank)";
     else if (getuid() != 0)
         why = "slurmstepd is not root";
+    else if (!(step.job_extern = pspawn_job_extern()))
+        why = "slurmstepd's own cgroups name no step of a job";
     struct pspawn_job_step js = {
         .uid = uid, .jobid = jobid, .options = step.options, .max_zygotes = o->max_zygotes,
         .idle_s = o->idle_s, .shim = pspawn_config.shim, .debug = pspawn_config.debug,
+        .job_extern = step.job_extern,
     };
     gid_t *gids = NULL;
     if (!why && (spank_get_item(sp, S_JOB_GID, &js.gid) != ESPANK_SUCCESS ||
@@ -306,6 +314,13 @@ int pspawn_stepd_post_opt(spank_t sp)
                           erc == ESPANK_SUCCESS || erc == ESPANK_NOSPACE) != NULL)
         return 0;   /* user_init decides, and says why */
     read_proctrack(step.proctrack, sizeof step.proctrack);
+    /* Where slurmstepd is not in its step's cgroups yet (cgroup v1 puts
+     * it there later), the job's extern step cannot be found from them:
+     * user_init tries. */
+    char *job_extern = pspawn_job_extern();
+    free(job_extern);
+    if (!job_extern)
+        return 0;
     early.tried = 1;
     if (use_job_zygote(sp, &o, uid, jobid, stepid) == 0) {
         early.ok = 1;
@@ -356,36 +371,36 @@ int pspawn_stepd_user_init(spank_t sp)
     snprintf(step.local_tasks, sizeof step.local_tasks, "%u", local_tasks);
     read_proctrack(step.proctrack, sizeof step.proctrack);
     read_signal_children(step.signal_children, sizeof step.signal_children);
-    snprintf(step.mover, sizeof step.mover, "pspawn-%s.mover", step.key);
     const char *mine = pspawn_option_options();
     snprintf(step.options, sizeof step.options, "%s%s%s", pspawn_config.options,
              pspawn_config.options[0] && mine[0] ? "," : "", mine);
-    uint32_t job_zygote = 0;
     struct pspawn_options o;
     if (early.tried && early.ok) {
         snprintf(step.key, sizeof step.key, "%s", early.key);
         snprintf(step.token, sizeof step.token, "%s", early.token);
         step.job = 1;
-        job_zygote = jobid;
     } else if (!early.tried && wants_job_zygote(&o, step.options, sizeof step.options)) {
-        job_zygote = use_job_zygote(sp, &o, uid, jobid, stepid) == 0 ? jobid : 0;
+        use_job_zygote(sp, &o, uid, jobid, stepid);
     }
+    step.mover = 0;
     if (getpid() != pspawn_stepd_pid) {
-        /* SlurmdParameters=contain_spank: this callback runs in a short-lived
-         * clone of slurmstepd, where a thread would not outlive it. */
+        /* SlurmdParameters=contain_spank: this callback (and
+         * task_post_fork) runs in a short-lived clone of slurmstepd, where
+         * a thread, and the fds it would serve, would not outlive it. */
         say("pspawn: step %u.%u: user_init runs outside slurmstepd (contain_spank): "
             "tasks stay in the zygote's cgroups", jobid, stepid);
-        step.mover[0] = '\0';
     } else if (getuid() != 0) {
         /* Not slurmstepd as Slurm runs it (a test's): no mover can be. */
         slurm_error("pspawn: step %u.%u: no mover (not root): tasks stay in the zygote's cgroups",
                     jobid, stepid);
-        step.mover[0] = '\0';
-    } else if (pspawn_mover_start(uid, step.mover, step.token, job_zygote) < 0) {
+    } else if (pspawn_mover_start(uid, step.token, local_tasks, step.job ? step.job_extern : NULL) <
+               0) {
         /* Tasks would stay in the zygote's cgroups, accounted and limited
          * as another task: exec them as Slurm would. */
         say("pspawn: step %u.%u: plain exec (the mover could not start)", jobid, stepid);
         return 0;
+    } else {
+        step.mover = 1;
     }
     step.use = 1;
     say("pspawn: step %u.%u: %u task(s) through %s (signals=%s, proctrack %s%s%s%s)",
@@ -401,12 +416,30 @@ static const char *const shim_vars[] = {
     "PSPAWN_SHIM_KEY", "PSPAWN_SHIM_TOKEN", "PSPAWN_SHIM_LOCAL_TASKS",
     "PSPAWN_SHIM_SIGNALS", "PSPAWN_SHIM_DEBUG", "PSPAWN_SHIM_PROCTRACK",
     "PSPAWN_SHIM_SIGNAL_CHILDREN",
-    "PSPAWN_SHIM_ARGV0", "PSPAWN_SHIM_MOVER", "PSPAWN_SHIM_OPTIONS", "PSPAWN_SHIM_JOB",
+    "PSPAWN_SHIM_ARGV0", "PSPAWN_SHIM_MOVER_FD", "PSPAWN_SHIM_OPTIONS", "PSPAWN_SHIM_JOB",
 };
 
 void pspawn_stepd_exit(void)
 {
     pspawn_mover_stop();
+    free(step.job_extern);
+    step.job_extern = NULL;
+}
+
+int pspawn_stepd_task_post_fork(spank_t sp)
+{
+    int task;
+    pid_t pid;
+    if (!step.use || !step.mover)
+        return 0;
+    if (spank_get_item(sp, S_TASK_ID, &task) != ESPANK_SUCCESS ||
+        spank_get_item(sp, S_TASK_PID, &pid) != ESPANK_SUCCESS) {
+        /* Its shim's requests are then refused, and it execs its task. */
+        slurm_error("pspawn: task_post_fork: no task id or pid; the task will be exec'd");
+        return 0;
+    }
+    pspawn_mover_task_forked(task, pid);
+    return 0;
 }
 
 /* Leave the task as plain srun would run it. */
@@ -416,7 +449,7 @@ static void unset_shim_vars(spank_t sp)
         spank_unsetenv(sp, shim_vars[i]);
 }
 
-static int set_shim_vars(spank_t sp)
+static int set_shim_vars(spank_t sp, const char *mover_fd)
 {
     const char *values[][2] = {
         { "PSPAWN_SHIM_KEY", step.key },
@@ -426,7 +459,7 @@ static int set_shim_vars(spank_t sp)
         { "PSPAWN_SHIM_DEBUG", pspawn_config.debug ? "1" : "0" },
         { "PSPAWN_SHIM_PROCTRACK", step.proctrack },
         { "PSPAWN_SHIM_SIGNAL_CHILDREN", step.signal_children },
-        { "PSPAWN_SHIM_MOVER", step.mover },
+        { "PSPAWN_SHIM_MOVER_FD", mover_fd },
         { "PSPAWN_SHIM_OPTIONS", step.options },
         { "PSPAWN_SHIM_JOB", step.job ? "1" : "" },
     };
@@ -486,7 +519,20 @@ int pspawn_stepd_task_init(spank_t sp)
 {
     if (!step.use)
         return 0;
-    if (set_shim_vars(sp) < 0 || exec_shim(sp) < 0)
+    /* This task's end to the mover: without it, its task would stay in
+     * the zygote's cgroups, so it is exec'd instead. */
+    char fd[16] = "";
+    int task;
+    if (step.mover) {
+        int end = spank_get_item(sp, S_TASK_ID, &task) == ESPANK_SUCCESS
+                      ? pspawn_mover_task_channel(task) : -1;
+        if (end < 0) {
+            slurm_error("pspawn: no channel to the step's mover; task runs with a plain exec");
+            return 0;
+        }
+        snprintf(fd, sizeof fd, "%d", end);
+    }
+    if (set_shim_vars(sp, fd) < 0 || exec_shim(sp) < 0)
         unset_shim_vars(sp);
     /* Never fail the task: without the shim it runs as plain srun runs it. */
     return 0;

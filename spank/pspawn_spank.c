@@ -76,6 +76,15 @@ int slurm_spank_user_init(spank_t sp, int ac, char *av[])
     return pspawn_stepd_user_init(sp);
 }
 
+int slurm_spank_task_post_fork(spank_t sp, int ac, char *av[])
+{
+    (void)ac;
+    (void)av;
+    if (spank_context() != S_CTX_REMOTE)
+        return 0;
+    return pspawn_stepd_task_post_fork(sp);
+}
+
 int slurm_spank_task_init(spank_t sp, int ac, char *av[])
 {
     (void)ac;

@@ -51,6 +51,7 @@ void pspawn_srun_post_opt(void);
 extern pid_t pspawn_stepd_pid;   /* set by slurm_spank_init in slurmstepd */
 int pspawn_stepd_post_opt(spank_t sp);     /* reuse=job: the zygote's early start */
 int pspawn_stepd_user_init(spank_t sp);
+int pspawn_stepd_task_post_fork(spank_t sp);
 int pspawn_stepd_task_init(spank_t sp);
 /* slurm_spank_exit: stop the step's mover thread (pspawn_mover.c). */
 void pspawn_stepd_exit(void);

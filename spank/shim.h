@@ -17,10 +17,10 @@ struct pspawn_standin_client;
  * wall clock to the ms. */
 void shim_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Ask the step's mover (slurmstepd, root) to put TASK into our own
- * cgroups, within WAIT_MS.  Returns 0 or an errno; the task runs either
- * way. */
-int shim_move_task(const char *mover, pid_t task, const char *token, int wait_ms);
+/* Ask the step's mover (slurmstepd, root), on our end FD of the socket
+ * pair to it, to put TASK into our own cgroups, within WAIT_MS.  Returns
+ * 0 or an errno. */
+int shim_move_task(int fd, pid_t task, const char *token, int wait_ms);
 
 /* Start the job's zygote that C names, holding the lock name whose fd
  * LOCK_FD (text) says, with the idle limit IDLE_MS (text, ms); returns

@@ -83,6 +83,17 @@ static int find_mount(const char *mountinfo, const struct hier *h, char *point, 
     return -1;
 }
 
+/* Whether path P (LEN bytes) has a ".." component: a cgroup outside the
+ * reader's cgroup namespace, never one of a job's. */
+static int has_dotdot(const char *p, int len)
+{
+    for (int i = 0; i + 2 <= len; i++)
+        if (p[i] == '.' && p[i + 1] == '.' && (i == 0 || p[i - 1] == '/') &&
+            (i + 2 == len || p[i + 2] == '/'))
+            return 1;
+    return 0;
+}
+
 int pspawn_cg_moves(const char *to, const char *from, const char *mountinfo,
                     char paths[][PATH_MAX])
 {
@@ -108,8 +119,8 @@ int pspawn_cg_moves(const char *to, const char *from, const char *mountinfo,
                 continue;   /* outside what is mounted */
             rel += rl;
         }
-        if (strstr(rel, "/../") || strcmp(rel, "/..") == 0)
-            continue;
+        if (has_dotdot(rel, (int)strlen(rel)))
+            continue;   /* outside the reader's cgroup namespace */
         int len = snprintf(paths[n], PATH_MAX, "%s%s%scgroup.procs", point,
                            strcmp(rel, "/") == 0 ? "" : rel, "/");
         if (len >= PATH_MAX)
@@ -133,5 +144,79 @@ int pspawn_cg2_dir(const char *self, const char *mountinfo, char *dir)
     char *slash = strrchr(paths[0], '/');
     *slash = 0;
     snprintf(dir, PATH_MAX, "%s", paths[0]);
+    return 0;
+}
+
+/* One line of /proc/PID/cgroup text: "ID:CONTROLLERS:PATH". */
+struct cg_line {
+    const char *id, *ctl, *path;
+    int id_len, ctl_len, path_len;
+};
+
+/* The next line at *AT into *L: 1, 0 at the end, -1 for a line that is
+ * not one. */
+static int next_line(const char **at, struct cg_line *l)
+{
+    const char *line = *at;
+    while (*line == '\n')
+        line++;
+    if (!*line)
+        return 0;
+    const char *end = strchrnul(line, '\n');
+    const char *c1 = memchr(line, ':', (size_t)(end - line));
+    const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(end - c1 - 1)) : NULL;
+    if (!c2 || c2[1] != '/' || end - c2 - 1 >= PATH_MAX)
+        return -1;
+    *l = (struct cg_line){ line, c1 + 1, c2 + 1, (int)(c1 - line), (int)(c2 - c1 - 1),
+                           (int)(end - c2 - 1) };
+    *at = end;
+    return 1;
+}
+
+int pspawn_cg_job_extern(const char *self, char *out, size_t len)
+{
+    struct cg_line l;
+    const char *at = self;
+    size_t used = 0;
+    int n = 0, r;
+    if (len)
+        out[0] = '\0';
+    while ((r = next_line(&at, &l)) > 0) {
+        /* The step's folder: the deepest component that starts with
+         * "step_"; the job's is its parent, whatever its name. */
+        int step = -1;
+        for (int i = 0; i + 7 <= l.path_len; i++)
+            if (l.path[i] == '/' && memcmp(l.path + i + 1, "step_", 5) == 0 && l.path[i + 6] != '/')
+                step = i;
+        if (step <= 0 || step + 12 >= PATH_MAX || has_dotdot(l.path, l.path_len))
+            continue;
+        int w = snprintf(out + used, len - used, "%.*s:%.*s:%.*s/step_extern\n", l.id_len, l.id,
+                         l.ctl_len, l.ctl, step, l.path);
+        if (w < 0 || (size_t)w >= len - used)
+            return -1;
+        used += (size_t)w;
+        n++;
+    }
+    return r < 0 ? -1 : n;
+}
+
+int pspawn_cg_within(const char *cgroup, const char *within)
+{
+    struct cg_line p, w;
+    const char *at = cgroup;
+    int r;
+    while ((r = next_line(&at, &p)) > 0) {
+        if (has_dotdot(p.path, p.path_len))
+            continue;
+        const char *wat = within;
+        while (next_line(&wat, &w) > 0) {
+            if (w.id_len != p.id_len || memcmp(w.id, p.id, (size_t)p.id_len) != 0 ||
+                w.ctl_len != p.ctl_len || memcmp(w.ctl, p.ctl, (size_t)p.ctl_len) != 0 ||
+                p.path_len < w.path_len || memcmp(p.path, w.path, (size_t)w.path_len) != 0)
+                continue;
+            if (p.path_len == w.path_len || p.path[w.path_len] == '/')
+                return 1;
+        }
+    }
     return 0;
 }

@@ -9,6 +9,7 @@
 #define PSPAWN_WIRE_CGROUP_H
 
 #include <limits.h>
+#include <stddef.h>
 
 #define PSPAWN_CG_MAX 16    /* hierarchies handled */
 
@@ -27,5 +28,22 @@ int pspawn_cg_moves(const char *to, const char *from, const char *mountinfo,
  * names, as mounted per MOUNTINFO, into DIR (PATH_MAX bytes).  0, or -1
  * where there is no cgroup v2 hierarchy (or it is not mounted). */
 int pspawn_cg2_dir(const char *self, const char *mountinfo, char *dir);
+
+/*
+ * The job's extern step, as a slurmstepd of any of its steps sees it:
+ * from SELF, its own /proc/self/cgroup text (root's cgroups, which no user
+ * can make), each hierarchy whose path holds a step's folder (the deepest
+ * component "step_*") gives "<the job's folder>/step_extern", whatever
+ * the job's folder is named (job_ID, or Slurm 26.05's SLUID).  Written to
+ * OUT as /proc/PID/cgroup text, one line per such hierarchy.  Returns how
+ * many (0: none, not in a job's cgroups), or -1 for text that cannot be
+ * parsed or does not fit LEN.
+ */
+int pspawn_cg_job_extern(const char *self, char *out, size_t len);
+
+/* Whether a process whose /proc/PID/cgroup text is CGROUP sits, in some
+ * hierarchy, in a cgroup of WITHIN (text as pspawn_cg_job_extern makes
+ * it) or below it: an exact prefix of whole path components. */
+int pspawn_cg_within(const char *cgroup, const char *within);
 
 #endif

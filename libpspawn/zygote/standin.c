@@ -53,6 +53,7 @@ struct standin_load {
 
 struct client {
     int fd;
+    struct pspawn_pin peer;     /* the stand-in, pinned at its connect */
     pid_t task;
     unsigned char starter;  /* the stand-in that started us */
     unsigned char counted;  /* one of the step's stand-ins (its token matched) */
@@ -77,6 +78,15 @@ static struct {
     uint32_t forwarded[PSPAWN_FANOUT_MAX + 1];  /* the root's, per group */
     struct standin_load load[PSPAWN_FANOUT_MAX + 1];
 } standin = { .lfd = -1, .sfd = -1, .starter_pidfd = -1 };
+
+/* Done with C's connection (its entry stays while its task runs). */
+static void drop_conn(struct client *c)
+{
+    if (c->fd >= 0)
+        close(c->fd);
+    c->fd = -1;
+    pspawn_pin_close(&c->peer);
+}
 
 static long long now_ms(void)
 {
@@ -155,8 +165,7 @@ static int forward(struct client *c, int g, const struct request_msg *msg, int *
     }
     standin.forwarded[g]++;
     c->counted = 1;
-    close(c->fd);
-    c->fd = -1;
+    drop_conn(c);
     return 0;
 }
 
@@ -198,6 +207,9 @@ static int serve_one(struct client *c, const struct request_msg *msg, char *base
         if (pid < 0)
             err = errno;
     } else if (!err) {
+        /* The task waits for its go while this stand-in lives: it checks
+         * on it through this pin, which it inherits. */
+        parked.standin_peer = c->peer;
         pid = zygote_clone(0, &go->pid[0]);
         if (pid == 0) {
             close(errpipe[0]);
@@ -270,14 +282,18 @@ static int forwarded_request(struct task_start *ts)
         return 0;
     }
     struct client *c = &standin.c[standin.n++];
-    *c = (struct client){ conn, 0, 0, 0, 0 };
+    struct ucred cred;
+    *c = (struct client){ conn, PSPAWN_PIN_NONE, 0, 0, 0, 0 };
+    if (pspawn_pin_peer(&c->peer, conn, &cred) < 0) {
+        zygote_drop_request(base, msg.size, go, fds, nfds);     /* the stand-in is gone */
+        drop_conn(c);
+        return 0;
+    }
     int rr = serve_one(c, &msg, base, go, fds, nfds, ts);
     if (rr == 1)
         return 1;
-    if (rr < 0) {
-        close(c->fd);
-        c->fd = -1;     /* dropped at the next round */
-    }
+    if (rr < 0)
+        drop_conn(c);   /* dropped at the next round */
     return 0;
 }
 
@@ -366,11 +382,9 @@ static void reap(void)
     while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
         for (int i = 0; i < standin.n; i++)
             if (standin.c[i].task == pid) {
-                if (standin.c[i].fd >= 0) {
+                if (standin.c[i].fd >= 0)
                     standin_reply(standin.c[i].fd, STANDIN_EXITED, pid, st);
-                    close(standin.c[i].fd);
-                }
-                standin.c[i].fd = -1;
+                drop_conn(&standin.c[i]);
                 standin.c[i].task = 0;
             }
         for (int g = 1; g < parked.ngroups; g++)
@@ -391,7 +405,9 @@ static void admit(void)
     int cfd = accept4(standin.lfd, NULL, NULL, SOCK_CLOEXEC);
     if (cfd < 0)
         return;
-    if (standin.n >= MAX_CLIENTS || pspawn_peer_cred(cfd, &peer) < 0 || peer.uid != geteuid()) {
+    struct pspawn_pin pin = PSPAWN_PIN_NONE;
+    if (standin.n >= MAX_CLIENTS || pspawn_pin_peer(&pin, cfd, &peer) < 0 || peer.uid != geteuid()) {
+        pspawn_pin_close(&pin);
         close(cfd);
         return;
     }
@@ -402,7 +418,7 @@ static void admit(void)
         h.status |= HELLO_NO_ENV;
         send(cfd, &h, sizeof h, MSG_NOSIGNAL | MSG_DONTWAIT);
     }
-    standin.c[standin.n++] = (struct client){ cfd, 0, peer.pid == standin.starter, 0, 0 };
+    standin.c[standin.n++] = (struct client){ cfd, pin, 0, peer.pid == standin.starter, 0, 0 };
 }
 
 /* A sub-zygote tells the root its load when it changes. */
@@ -495,8 +511,16 @@ static int start_serving(void)
         if (parked.groups[g].fwd >= 0)
             fcntl(parked.groups[g].fwd, F_SETFL,
                   fcntl(parked.groups[g].fwd, F_GETFL) | O_NONBLOCK);
+    /* Our parent, pinned: if it is no longer our parent once the pidfd is
+     * open, the pidfd may be another process's, and the starter is gone. */
     standin.starter = getppid();
     standin.starter_pidfd = (int)syscall(SYS_pidfd_open, standin.starter, 0);
+    if (getppid() != standin.starter) {
+        if (standin.starter_pidfd >= 0)
+            close(standin.starter_pidfd);
+        standin.starter_pidfd = -1;
+        standin.starter_done = 1;
+    }
     standin.hello = zygote_hello(&standin.hello_len);
     return 0;
 }
@@ -548,8 +572,7 @@ static int hear_standins(const struct pollfd *pfd, long *served, struct task_sta
          * SIGKILL the task, as the same process, would have had). */
         if (c->task > 0 && c->bound)
             kill(c->task, SIGKILL);
-        close(c->fd);
-        c->fd = -1;
+        drop_conn(c);
     }
     return 0;
 }

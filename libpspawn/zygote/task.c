@@ -209,9 +209,15 @@ static int launcher_gone(const void *arg)
     return getppid() != (pid_t)w->launcher_pid;
 }
 
+/* A held task's stand-in is gone: by the pin its zygote took at the
+ * stand-in's connect (inherited), so that a pid reused since cannot keep
+ * the task waiting.  A PiP task shares the zygote's memory, where the pin
+ * is the next stand-in's: it goes by the number its request gives. */
 static int standin_gone(const void *arg)
 {
     const struct wire_request *w = arg;
+    if (!parked.pip && parked.standin_peer.pid > 0)
+        return !pspawn_pin_alive(&parked.standin_peer);
     return kill((pid_t)w->launcher_pid, 0) < 0 && errno == ESRCH;
 }
 

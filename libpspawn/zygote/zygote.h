@@ -37,6 +37,7 @@
 #include <sys/types.h>
 
 #include "child.h"
+#include "pin.h"
 #include "protocol.h"
 
 typedef int (*main_fn)(int, char **, char **);
@@ -89,6 +90,7 @@ struct parked {
     int launch_mempolicy;
     unsigned char launch_nodemask[PSPAWN_NODEMASK_BYTES];
     const char *listen_name;    /* stand-in mode */
+    struct pspawn_pin standin_peer; /* in a held task: its stand-in, pinned at its connect */
     char token[PSPAWN_TOKEN_LEN];
     long expect_tasks;
     long idle_ms;           /* PSPAWN_ENV_IDLE: a job's zygote; 0: a step's */

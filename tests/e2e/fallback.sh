@@ -111,7 +111,7 @@ ax "sbatch -N1 -n2 -w c1 -o /dev/null --wrap='srun --pspawn ./task wait' | awk '
 job=$(cat "$tmp/job")
 sleep 4
 # The step's own name: @pspawn-UID.JOB.STEP.NONCE (16 hex digits), not its
-# .lock, .mover or .fail names.
+# .lock or .fail names.
 name=$(on c1 "grep -oE '@pspawn-[0-9]+\\.[0-9]+\\.[0-9]+\\.[0-9a-f]{16}( |\$)' /proc/net/unix | tr -d ' ' | head -1")
 res=$(docker exec -u bob pspawn-c1 python3 -c "
 import socket

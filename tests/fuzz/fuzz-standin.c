@@ -138,19 +138,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_msg_send(cs[0], &m);
     shutdown(cs[0], SHUT_WR);   /* the stand-in sends one request, then waits */
 
+    /* As admit() makes it, the stand-in pinned (it is us). */
     memset(&standin.c[0], 0, sizeof standin.c[0]);
     standin.c[0].fd = cs[1];
+    struct ucred cred;
+    FUZZ_CHECK(pspawn_pin_peer(&standin.c[0].peer, cs[1], &cred) == 0, "no pin of ourselves");
     standin.n = 1;
     struct task_start ts;
     int rr = standin_request(&standin.c[0], &ts);
     FUZZ_CHECK(rr == 0 || rr == -1 || rr == 2, "standin_request returned %d", rr);
     int forwarded = rr == 2 && sub_zygote_serves(fwd);
     FUZZ_CHECK(rr != 2 || forwarded, "forwarded, but no sub-zygote got it");
-    if (rr == -1) {
-        /* The serve loop drops a stand-in done with. */
-        close(standin.c[0].fd);
-        standin.c[0].fd = -1;
-    }
+    if (rr == -1)
+        drop_conn(&standin.c[0]);     /* the serve loop drops a stand-in done with */
     fuzz_msg_shrink(&m);
 
     /* What the stand-in hears: a reply, or the end of its connection
@@ -171,8 +171,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 out:
     for (int i = 0; i < standin.n; i++)
-        if (standin.c[i].fd >= 0)
-            close(standin.c[i].fd);
+        drop_conn(&standin.c[i]);
     standin.n = 0;
     if (cs[0] >= 0)
         close(cs[0]);

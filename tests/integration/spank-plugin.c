@@ -85,7 +85,7 @@ static void test_contain_spank(void)
         int rc = p_user_init(&sp, 0, NULL);
         sp.in_task = 1;
         rc |= p_task_init(&sp, 0, NULL);
-        int good = rc == 0 && env_get("PSPAWN_SHIM_KEY") && !env_get("PSPAWN_SHIM_MOVER") &&
+        int good = rc == 0 && env_get("PSPAWN_SHIM_KEY") && !env_get("PSPAWN_SHIM_MOVER_FD") &&
                    strstr(host.log, "contain_spank");
         fflush(stdout);
         _exit(good ? 0 : 1);
@@ -277,10 +277,9 @@ static int case_shim_variables(struct task *t)
            "PSPAWN_SHIM_PROCTRACK from slurm_conf (%s)", t->proctrack);
     int mover = geteuid() == 0;
     if (mover)
-        tap_ok(strncmp(t->mover, "pspawn-", 7) == 0 &&
-                   strncmp(t->mover + 7, t->key, strlen(t->key)) == 0 &&
-                   strcmp(t->mover + 7 + strlen(t->key), ".mover") == 0,
-               "as root: PSPAWN_SHIM_MOVER names the step's mover (%s)", t->mover);
+        tap_ok(strspn(t->mover, "0123456789") == strlen(t->mover) && atoi(t->mover) > 2,
+               "as root: PSPAWN_SHIM_MOVER_FD gives the task's socket to the step's mover (%s)",
+               t->mover);
     else
         tap_ok(strcmp(t->mover, "-") == 0 && strstr(host.last_error, "zygote's cgroups"),
                "not root: no mover, and the log says why (%s)", host.last_error);
@@ -296,16 +295,16 @@ static int case_shim_variables(struct task *t)
 
 /* Without its mover, tasks would stay in the zygote's cgroups, accounted
  * as another task: the step is exec'd instead. */
-static void case_mover_cannot_listen(void)
+static void case_mover_cannot_start(void)
 {
-    fail_bind_suffix = ".mover";
+    fail_socketpair = 1;
     host.log[0] = '\0';
-    expect_plain("as root, the mover cannot listen (its name taken)",
+    expect_plain("as root, the mover cannot start (no socket pair for its tasks)",
                  &(struct step){ .plugstack = "shim=" SHIM " debug=1", .option_given = 1,
                                  .stepid = 9, .local_tasks = 4, .argv = ARGV("./app") });
-    fail_bind_suffix = NULL;
+    fail_socketpair = 0;
     tap_ok(strstr(host.log, "the mover could not start") != NULL,
-           "the mover cannot listen: the log says why");
+           "the mover cannot start: the log says why");
 }
 
 /* Tasks of one step share the token; another step (*other) draws its own. */
@@ -432,7 +431,7 @@ int main(void)
     struct task t;
     if (case_shim_variables(&t)) {
         test_mover();
-        case_mover_cannot_listen();
+        case_mover_cannot_start();
     }
     test_contain_spank();
     case_one_token_per_step(&t);

@@ -49,6 +49,8 @@ struct fake_slurmstepd {
     int task_argc;
     char *task_argv[MAX_ARGV + 4];
 #endif
+    int task_id;                /* S_TASK_ID: -1 outside a task */
+    pid_t task_pid;             /* S_TASK_PID, in task_post_fork */
     struct spank_option *option;
     char last_error[1024];
     char log[8192];             /* every line of any level, until cleared */
@@ -62,9 +64,17 @@ void env_clear(void);
 
 /* The plugin (PLUGIN_PATH), loaded with RTLD_NOW, and its callbacks. */
 extern void *plugin;
-extern spank_f *p_init, *p_post_opt, *p_user_init, *p_task_init, *p_exit;
+extern spank_f *p_init, *p_post_opt, *p_user_init, *p_task_init, *p_task_post_fork, *p_exit;
 int load(void);
 void unload(void);
+
+/* One task's child, as slurmstepd makes it after user_init: forked from
+ * this process, the plugin's task_post_fork run here for it (as root,
+ * S_TASK_PID its pid), and only then task_init in the child (S_TASK_ID
+ * TASK_ID).  Returns the child's pid here; in the child, 0 with *TRC the
+ * rc of task_init, which the caller goes on from (and must _exit).  -1 if
+ * it cannot fork. */
+pid_t fork_task(struct spank_handle *sp, int task_id, int *trc);
 
 /* A step as one slurmstepd sees it. */
 struct step {
@@ -82,7 +92,7 @@ struct task {
     int shim;                   /* execve runs the shim */
     char argv0[256];            /* what execve runs */
     char user_argv[512];        /* the task's argv as the shim passes it on, joined by ' ' */
-    char key[64], token[64], local_tasks[16], signals[8], debug[4], proctrack[64], mover[96];
+    char key[64], token[64], local_tasks[16], signals[8], debug[4], proctrack[64], mover[16];
     char signal_children[4];
     int n_pspawn_vars;
 };
@@ -107,9 +117,8 @@ void shared_tap_skip(const char *reason, const char *fmt, ...);
 /* test-mover.c: the mover of a step set up as root; its results. */
 void test_mover(void);
 
-/* test-mover.c: while set, the plugin's bind() of an abstract name that
- * ends with it fails with EADDRINUSE (its name taken). */
-extern const char *fail_bind_suffix;
+/* spank-mover.c: while set, the plugin's socketpair() fails (EMFILE). */
+extern int fail_socketpair;
 
 #pragma GCC visibility pop
 

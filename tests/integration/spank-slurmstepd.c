@@ -6,23 +6,27 @@
  * -export-dynamic, as slurmstepd's libslurmfull does), loads the built
  * plugin with RTLD_NOW (so a call outside this list fails the load), and
  * plays the callbacks a step would: init, the --pspawn callback as Slurm
- * hands the option over, user_init, then task_init for each task on a
- * copy of the state, as each task's child would have.  PLUGIN_PATH is the
- * plugin in the build tree.
+ * hands the option over, user_init, then for each task, as slurmstepd
+ * does: a child forked from that state, the step's task_post_fork for it,
+ * and task_init in that child (what it would exec comes back through a
+ * pipe).  PLUGIN_PATH is the plugin in the build tree.
  */
 #include "config.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "spank-plugin.h"
 
 /* ---- what the plugin's SPANK calls see ---- */
 
-struct fake_slurmstepd host;
+struct fake_slurmstepd host = { .task_id = -1 };
 
 slurm_conf_t slurm_conf;
 
@@ -101,6 +105,19 @@ spank_err_t spank_get_item(spank_t sp, spank_item_t item, ...)
         break;
     case S_JOB_LOCAL_TASK_COUNT:
         *va_arg(ap, uint32_t *) = host.local_tasks;
+        break;
+    case S_TASK_ID:
+        /* In a task's child (task_init) and in task_post_fork. */
+        if (host.task_id < 0)
+            rc = ESPANK_NOT_TASK;
+        else
+            *va_arg(ap, int *) = host.task_id;
+        break;
+    case S_TASK_PID:
+        if (host.task_pid <= 0)
+            rc = ESPANK_NOT_TASK;
+        else
+            *va_arg(ap, pid_t *) = host.task_pid;
         break;
     case S_JOB_ARGV: {
         int *argc = va_arg(ap, int *);
@@ -213,7 +230,7 @@ spank_err_t spank_prepend_task_argv(spank_t sp, int argc, const char *argv[])
 /* ---- the plugin ---- */
 
 void *plugin;
-spank_f *p_init, *p_post_opt, *p_user_init, *p_task_init, *p_exit;
+spank_f *p_init, *p_post_opt, *p_user_init, *p_task_init, *p_task_post_fork, *p_exit;
 
 int load(void)
 {
@@ -226,6 +243,7 @@ int load(void)
     p_post_opt = (spank_f *)dlsym(plugin, "slurm_spank_init_post_opt");
     p_user_init = (spank_f *)dlsym(plugin, "slurm_spank_user_init");
     p_task_init = (spank_f *)dlsym(plugin, "slurm_spank_task_init");
+    p_task_post_fork = (spank_f *)dlsym(plugin, "slurm_spank_task_post_fork");     /* optional */
     p_exit = (spank_f *)dlsym(plugin, "slurm_spank_exit");
     return p_init && p_post_opt && p_user_init && p_task_init && p_exit ? 0 : -1;
 }
@@ -321,17 +339,65 @@ static void describe_task(struct task *tk, char **exec_argv)
     copy_var(tk->signals, sizeof tk->signals, "PSPAWN_SHIM_SIGNALS");
     copy_var(tk->debug, sizeof tk->debug, "PSPAWN_SHIM_DEBUG");
     copy_var(tk->proctrack, sizeof tk->proctrack, "PSPAWN_SHIM_PROCTRACK");
-    copy_var(tk->mover, sizeof tk->mover, "PSPAWN_SHIM_MOVER");
+    copy_var(tk->mover, sizeof tk->mover, "PSPAWN_SHIM_MOVER_FD");
     copy_var(tk->signal_children, sizeof tk->signal_children, "PSPAWN_SHIM_SIGNAL_CHILDREN");
     tk->n_pspawn_vars = env_count_prefix("PSPAWN_") + env_count_prefix("SLURM_PSPAWN_");
 }
 
+pid_t fork_task(struct spank_handle *sp, int task_id, int *trc)
+{
+    int go[2];
+    if (pipe(go) < 0)
+        return -1;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(go[1]);
+        char c;
+        if (read(go[0], &c, 1) != 1)
+            _exit(1);   /* task_post_fork failed, or the parent is gone */
+        close(go[0]);
+        host.task_id = task_id;
+        host.task_pid = 0;
+        sp->in_task = 1;
+        *trc = p_task_init(sp, 0, NULL);
+        sp->in_task = 0;
+        return 0;
+    }
+    close(go[0]);
+    int rc = pid < 0 ? -1 : 0;
+    if (pid > 0 && p_task_post_fork) {
+        host.task_id = task_id;
+        host.task_pid = pid;
+        rc = p_task_post_fork(sp, 0, NULL);
+        host.task_id = -1;
+        host.task_pid = 0;
+    }
+    if (rc == 0 && write(go[1], "g", 1) == 1) {
+        close(go[1]);
+        return pid;
+    }
+    close(go[1]);
+    if (pid > 0)
+        waitpid(pid, NULL, 0);
+    return -1;
+}
+
+/* What a task's child sends back. */
+struct task_result {
+    int rc;
+    struct task tk;
+    int n_errors;
+    char last_error[sizeof host.last_error];
+    char log[sizeof host.log];
+};
+
 /* One task's child, from the step's environment after user_init
- * (saved_env); 0 if its task_init returned 0, its execve in *tk. */
-static int run_task(struct spank_handle *sp, const struct step *s, struct task *tk,
+ * (saved_env); 0 if its task_init returned 0, its execve in *tk.  The
+ * child's log lines are added to ours. */
+static int run_task(struct spank_handle *sp, const struct step *s, int task_id, struct task *tk,
                     char *const *saved_env)
 {
-    int rc = 0;
     memset(tk, 0, sizeof *tk);
     env_clear();
     for (int i = 0; i < MAX_ENV; i++)
@@ -342,20 +408,56 @@ static int run_task(struct spank_handle *sp, const struct step *s, struct task *
     for (int i = 0; i <= host.argc; i++)
         host.task_argv[i] = host.argv[i] ? strdup(host.argv[i]) : NULL;
 #endif
-    sp->in_task = 1;
-    if (p_task_init(sp, 0, NULL) != 0)
-        rc = -1;
-    sp->in_task = 0;
+    int out[2];
+    if (pipe(out) < 0)
+        return -1;
+    size_t log0 = strlen(host.log);
+    int trc = -1;
+    pid_t pid = fork_task(sp, task_id, &trc);
+    if (pid == 0) {
+        static struct task_result r;
+        close(out[0]);
+        r.rc = trc;
 #ifdef HAVE_SPANK_PREPEND_TASK_ARGV
-    describe_task(tk, host.task_argv);
+        describe_task(&r.tk, host.task_argv);
+#else
+        describe_task(&r.tk, host.argv);
+#endif
+        r.n_errors = host.n_errors;
+        snprintf(r.last_error, sizeof r.last_error, "%s", host.last_error);
+        snprintf(r.log, sizeof r.log, "%s", host.log + log0);
+        fflush(stdout);
+        const char *p = (const char *)&r;
+        for (size_t left = sizeof r; left > 0;) {
+            ssize_t n = write(out[1], p, left);
+            if (n <= 0)
+                _exit(1);
+            p += n;
+            left -= (size_t)n;
+        }
+        _exit(0);
+    }
+    close(out[1]);
+    static struct task_result r;
+    size_t got = 0;
+    for (ssize_t n = 1; pid > 0 && n > 0 && got < sizeof r; got += n > 0 ? (size_t)n : 0)
+        n = read(out[0], (char *)&r + got, sizeof r - got);
+    close(out[0]);
+    if (pid > 0)
+        waitpid(pid, NULL, 0);
+#ifdef HAVE_SPANK_PREPEND_TASK_ARGV
     for (int i = 0; host.task_argv[i]; i++)
         free(host.task_argv[i]);
-#else
-    describe_task(tk, host.argv);
-    if (host.argv[0] != s->argv[0])
-        free(host.argv[0]);     /* the plugin's copy of the shim path */
 #endif
-    return rc;
+    if (got != sizeof r)
+        return -1;
+    *tk = r.tk;
+    host.n_errors = r.n_errors;
+    if (r.last_error[0])
+        snprintf(host.last_error, sizeof host.last_error, "%s", r.last_error);
+    size_t used = strlen(host.log);
+    snprintf(host.log + used, sizeof host.log - used, "%s", r.log);
+    return r.rc == 0 ? 0 : -1;
 }
 
 /* Run the step's callbacks and one task's task_init; 0 if every callback
@@ -378,7 +480,7 @@ int run_step(const struct step *s, struct task *t, int ntasks_run, struct task *
         saved_env[i] = host.env[i] ? strdup(host.env[i]) : NULL;
     int rc = 0;
     for (int k = 0; k < ntasks_run && rc == 0; k++)
-        rc = run_task(&sp, s, k == 0 ? t : &more[k - 1], saved_env);
+        rc = run_task(&sp, s, k, k == 0 ? t : &more[k - 1], saved_env);
     for (int i = 0; i < MAX_ENV; i++)
         free(saved_env[i]);
     env_clear();

@@ -215,57 +215,144 @@ else
     skip "needs strace and root" "the task forked before that still ends as it did"
 fi
 
-# 9. The zygote dies after it replied and before the step's mover put the
-#    held task into the shim's cgroups (the mover then finds the task is no
-#    longer the step's: it is init's, and answers ESRCH).  The shim cancels
-#    it and execs the program itself, in its own cgroups.  A stand-in for
-#    slurmstepd's mover (root, like it) kills the zygote first.
-if [ "$uid" = 0 ]; then
-    export PSPAWN_SHIM_KEY="$uid.$$.9" PSPAWN_SHIM_LOCAL_TASKS=1
-    export PSPAWN_SHIM_MOVER="pspawn-$PSPAWN_SHIM_KEY.mover"
-    cat >"$tmp/mover.py" <<'EOF'
-import os, signal, socket, struct, sys, time
-name, out = sys.argv[1], sys.argv[2]
-s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-s.bind("\0" + name)
-s.listen(4)
-open(out, "w").write("listening\n")
-c, _ = s.accept()
-magic, pid = struct.unpack("<Ii", c.recv(8 + 64)[:8])
-with open("/proc/%d/status" % pid) as f:
-    zygote = int([l.split()[1] for l in f if l.startswith("PPid:")][0])
-os.kill(zygote, signal.SIGKILL)
-for _ in range(500):                    # until the task is someone else's
-    with open("/proc/%d/status" % pid) as f:
-        if int([l.split()[1] for l in f if l.startswith("PPid:")][0]) != zygote:
+# 9. The step's mover (root, in slurmstepd) reached through the end of a
+#    socket pair the shim inherits (PSPAWN_SHIM_MOVER_FD), played here by
+#    mover.py, which runs the shim with that end.  Whenever the mover does
+#    not move the held task into the shim's cgroups, the shim cancels the
+#    task (it never runs) and execs the program itself, in its own cgroups:
+#    a task is never released in the zygote's cgroups, which for a job's
+#    zygote are outside the step.
+#    a. The zygote dies after it replied and before the move (the mover
+#       finds the task is no longer the step's: init's, ESRCH).  The mover
+#       stand-in, root like slurmstepd, kills the zygote first.
+#    b. The mover refuses (EPERM), or says nothing within PSPAWN_TIMEOUT.
+#    c. PSPAWN_SHIM_MOVER_FD names no socket.
+#    d. The shim dies while its task is held, and its pid goes to another
+#       process at once: the held task must still see its stand-in gone,
+#       and end without running (its zygote pinned the stand-in at its
+#       connect).  The task is stopped meanwhile, so that the pid is
+#       another's before it looks.
+# mover.py MODE OUT SHIM ARGS...: run SHIM ARGS with PSPAWN_SHIM_MOVER_FD,
+# answer its request as MODE says (kill-zygote, eperm, silent, or
+# kill-shim for d), exit with the shim's status.
+cat >"$tmp/mover.py" <<'EOF'
+import os, signal, socket, struct, subprocess, sys, time
+mode, out, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
+ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+env = dict(os.environ, PSPAWN_SHIM_MOVER_FD=str(theirs.fileno()))
+shim = subprocess.Popen(argv, pass_fds=[theirs.fileno()], env=env)
+theirs.close()
+ours.settimeout(20)
+magic, pid = struct.unpack("<Ii", ours.recv(8 + 64)[:8])
+if mode == "kill-zygote":
+    def ppid(p):
+        with open("/proc/%d/status" % p) as f:
+            return int([l.split()[1] for l in f if l.startswith("PPid:")][0])
+    zygote = ppid(pid)
+    os.kill(zygote, signal.SIGKILL)
+    for _ in range(500):                # until the task is someone else's
+        if ppid(pid) != zygote:
             break
-    time.sleep(0.01)
-c.send(struct.pack("<Iii", magic, 3, 0))   # ESRCH
-open(out, "a").write("task %d zygote %d\n" % (pid, zygote))
+        time.sleep(0.01)
+    ours.send(struct.pack("<Iii", magic, 3, 0))     # ESRCH
+elif mode == "eperm":
+    ours.send(struct.pack("<Iii", magic, 1, 0))
+elif mode == "kill-shim":
+    os.kill(pid, signal.SIGSTOP)
+    shim.kill()
+    shim.wait()
+    taker = 0
+    for _ in range(50):                 # the shim's pid, to another process
+        with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+            f.write(str(shim.pid - 1))
+        taker = os.fork()
+        if taker == 0:
+            time.sleep(30)
+            os._exit(0)
+        if taker == shim.pid:
+            break
+        os.kill(taker, signal.SIGKILL)
+        os.waitpid(taker, 0)
+        taker = 0
+    os.kill(pid, signal.SIGCONT)
+    for _ in range(100):
+        if not os.path.exists("/proc/%d" % pid) or " Z " in open("/proc/%d/stat" % pid).read():
+            break
+        time.sleep(0.05)
+    held = os.path.exists("/proc/%d" % pid) and " Z " not in open("/proc/%d/stat" % pid).read()
+    open(out, "a").write("task %d %s, shim's pid %s\n" % (pid, "still held" if held else "ended",
+                         "reused" if taker else "not reused"))
+    if held:
+        os.kill(pid, signal.SIGKILL)
+    if taker:
+        os.kill(taker, signal.SIGKILL)
+        os.waitpid(taker, 0)
+    sys.exit(0 if not held and taker else 1)
+open(out, "a").write("task %d\n" % pid)
+sys.exit(shim.wait())
 EOF
-    : >"$tmp/runs9"
-    /usr/bin/python3 "$tmp/mover.py" "$PSPAWN_SHIM_MOVER" "$tmp/mover9" &
-    mpid=$!
-    for _ in $(seq 100); do grep -q listening "$tmp/mover9" 2>/dev/null && break; sleep 0.05; done
-    PSPAWN_RANK=0 timeout 30 "$shim" "$task" append "$tmp/runs9" >/dev/null 2>"$tmp/err9"
-    rc=$?
-    wait $mpid
-    [ $rc = 0 ] && [ "$(grep -c '^0 ' "$tmp/runs9")" = 1 ] &&
-        grep -q 'plain exec: zygote lost before its task was moved' "$tmp/err9" &&
-        grep -q '^task ' "$tmp/mover9"
-    ok $? "zygote lost before the mover moved the held task: the shim cancels it and execs, it runs once (rc $rc)" ||
-        { diag_file "$tmp/err9" 6; diag_file "$tmp/runs9"; diag_file "$tmp/mover9"; }
-    unset PSPAWN_SHIM_MOVER
+if [ "$uid" = 0 ]; then
+    export PSPAWN_SHIM_LOCAL_TASKS=1
+    for mode in kill-zygote eperm silent; do
+        export PSPAWN_SHIM_KEY="$uid.$$.9.$mode"
+        : >"$tmp/runs9.$mode"
+        : >"$tmp/mover9.$mode"
+        t0=$(date +%s.%N)
+        PSPAWN_TIMEOUT=1 PSPAWN_RANK=0 timeout 60 /usr/bin/python3 "$tmp/mover.py" "$mode" "$tmp/mover9.$mode" \
+            "$shim" "$task" append "$tmp/runs9.$mode" >/dev/null 2>"$tmp/err9.$mode"
+        rc=$?
+        t=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+        case $mode in
+            kill-zygote) why='No such process (zygote lost)'; what="zygote lost before the mover moved the held task" ;;
+            eperm) why='Operation not permitted'; what="the mover refuses the move" ;;
+            silent) why='Connection timed out'; what="the mover says nothing" ;;
+        esac
+        [ $rc = 0 ] && [ "$(grep -c '^0 ' "$tmp/runs9.$mode")" = 1 ] && grep -q '^task ' "$tmp/mover9.$mode" &&
+            grep -q "plain exec: the mover did not move task [0-9]* into our cgroups: $why" "$tmp/err9.$mode"
+        ok $? "$what: the shim cancels the held task and execs the program, which runs once (rc $rc, ${t}s)" ||
+            { diag_file "$tmp/err9.$mode" 6; diag_file "$tmp/runs9.$mode"; diag_file "$tmp/mover9.$mode"; }
+    done
 else
-    skip "needs root (the mover is root's)" "zygote lost before the mover moved the held task"
+    for what in "zygote lost before the mover moved the held task" "the mover refuses the move" "the mover says nothing"; do
+        skip "needs root (the mover is root's)" "$what"
+    done
+fi
+export PSPAWN_SHIM_KEY="$uid.$$.9c" PSPAWN_SHIM_LOCAL_TASKS=1
+: >"$tmp/runs9c"
+for bad in 0 99 file; do
+    if [ $bad = file ]; then
+        PSPAWN_SHIM_MOVER_FD=5 PSPAWN_RANK=0 timeout 30 "$shim" "$task" append "$tmp/runs9c" >/dev/null 2>"$tmp/err9c" 5</dev/null
+    else
+        PSPAWN_SHIM_MOVER_FD=$bad PSPAWN_RANK=0 timeout 30 "$shim" "$task" append "$tmp/runs9c" >/dev/null 2>"$tmp/err9c"
+    fi
+    rc=$?
+    [ $rc = 0 ] && grep -q 'plain exec: the mover did not move task [0-9]* into our cgroups: Bad file descriptor' "$tmp/err9c"
+    ok $? "PSPAWN_SHIM_MOVER_FD naming no socket ($bad): the held task is cancelled and the program exec'd (rc $rc)" ||
+        diag_file "$tmp/err9c" 6
+done
+[ "$(grep -c '^0 ' "$tmp/runs9c")" = 3 ]
+ok $? "each of those ran once ($(grep -c '^0 ' "$tmp/runs9c") runs)"
+unset PSPAWN_SHIM_MOVER_FD
+if [ "$uid" = 0 ]; then
+    export PSPAWN_SHIM_KEY="$uid.$$.9d"
+    : >"$tmp/runs9d"
+    : >"$tmp/mover9d"
+    PSPAWN_RANK=0 timeout 60 /usr/bin/python3 "$tmp/mover.py" kill-shim "$tmp/mover9d" \
+        "$shim" "$task" append "$tmp/runs9d" >/dev/null 2>"$tmp/err9d"
+    rc=$?
+    [ $rc = 0 ] && grep -q 'ended, shim.s pid reused' "$tmp/mover9d" && [ ! -s "$tmp/runs9d" ]
+    ok $? "the shim killed while its task is held, its pid reused at once: the task ends, never run (rc $rc: $(cat "$tmp/mover9d"))" ||
+        { diag_file "$tmp/err9d" 6; diag_file "$tmp/runs9d"; }
+else
+    skip "needs root (ns_last_pid)" "the shim killed while its task is held, its pid reused at once"
 fi
 
 # 10. Squatting: anyone can bind one of the step's abstract names first.
 #     A process that squats the step's socket name and never accepts, its
 #     listen queue full, may be a busy zygote of ours: a stand-in waits
 #     for it no longer than 3 x PSPAWN_TIMEOUT; its task runs once, by exec.
-#     One of another user's, on the name, the lock or the mover's name,
-#     with its queue full or not, is never waited on.
+#     One of another user's, on the name or the lock, with its queue full
+#     or not, is never waited on.
 # squat.py NAME [full]: listen on abstract NAME, never accept; "full":
 # fill its queue first.  Says "squatting" on stdout.
 cat >"$tmp/squat.py" <<'EOF'
@@ -313,14 +400,13 @@ ok $? "the step's name squatted by a listener with a full queue: no hang, the ta
     { diag_file "$tmp/err10" 6; diag_file "$tmp/squat.10"; }
 if command -v setpriv >/dev/null && [ "$uid" = 0 ]; then
     n=0
-    for what in name lock mover; do
+    for what in name lock; do
         for queue in open full; do
             n=$((n + 1))
             export PSPAWN_SHIM_KEY="$uid.$$.10.$n"
             case $what in
                 name) sq="pspawn-$PSPAWN_SHIM_KEY" ;;
                 lock) sq="pspawn-$PSPAWN_SHIM_KEY.lock" ;;
-                mover) sq="pspawn-$PSPAWN_SHIM_KEY.mover"; export PSPAWN_SHIM_MOVER="$sq" ;;
             esac
             squat_run "10.$n" nobody "$sq" $queue
             : >"$tmp/runs10"
@@ -330,14 +416,7 @@ if command -v setpriv >/dev/null && [ "$uid" = 0 ]; then
             t=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
             kill $squatter 2>/dev/null
             wait $squatter 2>/dev/null
-            unset PSPAWN_SHIM_MOVER
-            if [ $what = mover ]; then
-                # The task is forked all the same; it stays in the zygote's cgroups.
-                grep -q 'forked by the zygote' "$tmp/err10.$n" &&
-                    grep -q 'mover: Operation not permitted' "$tmp/err10.$n"
-            else
-                grep -q 'plain exec' "$tmp/err10.$n" && grep -q "is another user's" "$tmp/err10.$n"
-            fi
+            grep -q 'plain exec' "$tmp/err10.$n" && grep -q "is another user's" "$tmp/err10.$n"
             good=$?
             [ $rc = 0 ] && [ $good = 0 ] && [ "$(grep -c '^0 ' "$tmp/runs10")" = 1 ] &&
                 awk -v t="$t" 'BEGIN { exit !(t < 5) }'
@@ -346,7 +425,7 @@ if command -v setpriv >/dev/null && [ "$uid" = 0 ]; then
         done
     done
 else
-    for what in name lock mover; do
+    for what in name lock; do
         for queue in open full; do
             skip "needs root and setpriv to act as a second user" "the $what's name squatted by another user ($queue queue)"
         done

@@ -4,7 +4,10 @@
  * from /proc/PID/cgroup and /proc/self/mountinfo text as slurmstepd reads
  * them: cgroup v1 as in the mini-cluster (Slurm's task_N in cpuset only),
  * v1 with jobacct_gather/cgroup (memory and cpuacct too), v2, a mount of
- * a subtree, and text that must be refused.
+ * a subtree, and text that must be refused.  And where root finds the
+ * job's extern step (pspawn_cg_job_extern, from slurmstepd's own cgroups,
+ * v1 and v2, job_N and Slurm 26.05's SLUID folders) and what it takes to
+ * be inside it (pspawn_cg_within: whole components, not a substring).
  */
 #include "config.h"
 
@@ -40,6 +43,51 @@ static const char v1_mounts[] =
     "1091 1084 0:60 / /proc rw - proc proc rw\n";
 
 #define STEP "/slurm_c1/uid_1000/job_7/step_0"
+
+static void job_extern_cases(void)
+{
+    char ext[1024];
+    /* v2: slurmstepd in step_N/slurm; SLUID folder; v1: freezer at the
+     * job's level (no step there), cpuset at the step's. */
+    int n = pspawn_cg_job_extern("0::/system.slice/slurmstepd.scope/job_7/step_0/slurm\n", ext,
+                                 sizeof ext);
+    tap_ok(n == 1 && !strcmp(ext, "0::/system.slice/slurmstepd.scope/job_7/step_extern\n"),
+           "v2, job_7: %.*s", (int)strcspn(ext, "\n"), ext);
+    n = pspawn_cg_job_extern("0::/system.slice/slurmstepd.scope/sEKNKTV3WPV500/step_12/slurm\n",
+                             ext, sizeof ext);
+    tap_ok(n == 1 && !strcmp(ext, "0::/system.slice/slurmstepd.scope/sEKNKTV3WPV500/step_extern\n"),
+           "v2, a SLUID folder (Slurm 26.05): %.*s", (int)strcspn(ext, "\n"), ext);
+    n = pspawn_cg_job_extern("12:freezer:/slurm_c1/uid_1000/job_7\n9:cpuset:" STEP "\n4:memory:/\n",
+                             ext, sizeof ext);
+    tap_ok(n == 1 && !strcmp(ext, "9:cpuset:/slurm_c1/uid_1000/job_7/step_extern\n"),
+           "v1: only the hierarchies where slurmstepd is in a step: %.*s", (int)strcspn(ext, "\n"), ext);
+    n = pspawn_cg_job_extern("0::/system.slice/slurmstepd.scope/job_7/step_extern/slurm\n", ext,
+                             sizeof ext);
+    tap_ok(n == 1 && !strcmp(ext, "0::/system.slice/slurmstepd.scope/job_7/step_extern\n"),
+           "the extern step's own slurmstepd: %.*s", (int)strcspn(ext, "\n"), ext);
+    tap_ok(pspawn_cg_job_extern("0::/user.slice/user-1000.slice\n", ext, sizeof ext) == 0,
+           "not in a job's cgroups: none");
+    tap_ok(pspawn_cg_job_extern("0::/step_0/slurm\n", ext, sizeof ext) == 0,
+           "a step folder at the top: no job folder, none");
+    tap_ok(pspawn_cg_job_extern("0::/job_7/step_0\n", ext, 10) == -1, "too small a buffer: -1");
+
+    /* Inside: the path, or below it, in the same hierarchy. */
+    const char *e = "0::/s.scope/job_7/step_extern\n9:cpuset:/slurm/uid_1/job_7/step_extern\n";
+    tap_ok(pspawn_cg_within("0::/s.scope/job_7/step_extern/user/task_special\n", e) == 1,
+           "the extern step's task_special is within");
+    tap_ok(pspawn_cg_within("9:cpuset:/slurm/uid_1/job_7/step_extern\n", e) == 1,
+           "v1: the extern step itself is within");
+    tap_ok(pspawn_cg_within("0::/user.slice/user-1/delegated/job_7/step_extern\n", e) == 0,
+           "a decoy job_7/step_extern elsewhere (a delegated subtree) is not");
+    tap_ok(pspawn_cg_within("0::/s.scope/job_7/step_externX\n", e) == 0,
+           "step_externX is not step_extern");
+    tap_ok(pspawn_cg_within("0::/s.scope/job_7/step_0/user/task_0\n", e) == 0,
+           "a task of step 0 is not");
+    tap_ok(pspawn_cg_within("9:memory:/slurm/uid_1/job_7/step_extern\n", e) == 0,
+           "the same path in another hierarchy is not");
+    tap_ok(pspawn_cg_within("0::/s.scope/job_7/step_extern/../../job_8\n", e) == 0,
+           "a path with .. is not");
+}
 
 int main(void)
 {
@@ -117,11 +165,14 @@ int main(void)
     tap_ok(n == 0, "a path outside the mounted subtree is skipped, not guessed (%d)", n);
     m = moves("9:cpuset:/../other/task_1\n", "9:cpuset:/x\n", v1_mounts, &n);
     tap_ok(n == 0, "a path outside our cgroup namespace (/..) is skipped (%d)", n);
+    m = moves("9:cpuset:/slurm/uid_1/step_extern/..\n", "9:cpuset:/x\n", v1_mounts, &n);
+    tap_ok(n == 0, "a path that ends in /.. is skipped, not followed out of its mount (%d: %s)", n, m);
 
     /* Text that is not /proc/PID/cgroup. */
     tap_ok(pspawn_cg_moves("garbage\n", task_in_0, v1_mounts, paths) == -1,
            "a line without two colons is refused");
     tap_ok(pspawn_cg_moves("9:cpuset:relative\n", task_in_0, v1_mounts, paths) == -1,
            "a relative cgroup path is refused");
+    job_extern_cases();
     return tap_done();
 }
