@@ -23,6 +23,11 @@
  *       (no connection), closed (hung up without a word), eperm (a mover's
  *       refusal), nothing (connected, never answered: a name that does not
  *       accept, within 2 s), data:HEX (anything else: a leak).
+ *   hostile flood SECONDS PREFIX
+ *       for SECONDS, connects to every abstract name in /proc/net/unix
+ *       that starts with PREFIX (looked up again every 100 ms), as fast as
+ *       it can, keeping up to 900 connections open.  Prints "flood
+ *       names=N conns=C".
  *   hostile signal PID...
  *       tries each signal and each way to reach another user's process:
  *       kill (0, KILL, TERM, STOP, CONT, INT, USR1), its process group,
@@ -50,6 +55,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -483,9 +489,71 @@ static int signals(int argc, char **argv)
     return 0;
 }
 
+/* ---- flood --------------------------------------------------------- */
+
+/* The abstract names now listening that start with PREFIX, into NAMES. */
+static int names_now(const char *prefix, char names[][108], int max)
+{
+    FILE *f = fopen("/proc/net/unix", "r");
+    char line[512];
+    int n = 0;
+    while (f && n < max && fgets(line, sizeof line, f)) {
+        char *at = strchr(line, '@');
+        if (at && !strncmp(at + 1, prefix, strlen(prefix))) {
+            at[strcspn(at, " \n")] = '\0';
+            snprintf(names[n++], 108, "%s", at + 1);
+        }
+    }
+    if (f)
+        fclose(f);
+    return n;
+}
+
+static int flood(int argc, char **argv)
+{
+    long long end = now_ms() + 1000LL * atoi(argv[2]), next_look = 0;
+    static char names[64][108];
+    static int held[900];
+    int nn = 0, n = 0, at = 0, seen = 0;
+    long conns = 0;
+    (void)argc;
+    while (now_ms() < end) {
+        if (now_ms() >= next_look) {
+            nn = names_now(argv[3], names, 64);
+            seen = nn > seen ? nn : seen;
+            next_look = now_ms() + 100;
+        }
+        for (int i = 0; i < nn; i++) {
+            struct sockaddr_un a;
+            socklen_t len = abstract(&a, names[i]);
+            int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+            if (fd < 0 || connect(fd, (struct sockaddr *)&a, len) < 0) {
+                if (fd >= 0)
+                    close(fd);
+                continue;
+            }
+            conns++;
+            if (n == 900)
+                close(held[at]);
+            else
+                n++;
+            held[at] = fd;
+            at = (at + 1) % 900;
+        }
+        if (!nn) {
+            struct timespec ts = { 0, 10 * 1000 * 1000 };
+            nanosleep(&ts, NULL);
+        }
+    }
+    printf("flood names=%d conns=%ld\n", seen, conns);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc >= 4 && !strcmp(argv[1], "flood"))
+        return flood(argc, argv);
     if (argc >= 3 && !strcmp(argv[1], "squat"))
         return squat(argc, argv);
     if (argc >= 3 && !strcmp(argv[1], "probe"))
@@ -493,6 +561,6 @@ int main(int argc, char **argv)
     if (argc >= 3 && !strcmp(argv[1], "signal"))
         return signals(argc, argv);
     fprintf(stderr, "usage: hostile squat [--full] SECONDS NAME... | probe [--pid PID] NAME... | "
-            "signal PID...\n");
+            "flood SECONDS PREFIX | signal PID...\n");
     return 2;
 }
