@@ -269,7 +269,9 @@ static int recv_message(int sock, struct request_msg *msg, void **base, struct w
     struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
                          .msg_controllen = sizeof cm.buf };
     ssize_t n;
-    while ((n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
+    /* ECONNRESET: the peer closed with data of ours unread; what it sent
+     * before is still queued, and the next read has it (or the end). */
+    while ((n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC)) < 0 && (errno == EINTR || errno == ECONNRESET))
         ;
     if (n < 0 || (n == 0 && mh.msg_controllen == 0))
         return 0;   /* the end of the file (a seqpacket's 0-byte message with fds is not) */

@@ -340,17 +340,19 @@ static int subs_busy(void)
 /* The root is done serving: nobody else connects (a stand-in that comes
  * later starts another zygote), and its sub-zygotes finish their
  * stand-ins and exit (it waits for them: the step's first stand-in waits
- * for the root). */
+ * for the root).  Each sub-zygote's channel is shut for writing, not
+ * closed: closed with the sub's load reports unread in it, the kernel
+ * would give the sub ECONNRESET ahead of the stand-ins forwarded to it
+ * and still queued, which it must serve first (it reads them, then the
+ * end of the file; the channel is closed once it exits). */
 static void drain(void)
 {
     if (standin.lfd >= 0)
         close(standin.lfd);
     standin.lfd = -1;
     for (int g = 1; g < parked.ngroups; g++)
-        if (parked.groups[g].fwd >= 0) {
-            close(parked.groups[g].fwd);
-            parked.groups[g].fwd = -1;
-        }
+        if (parked.groups[g].fwd >= 0)
+            shutdown(parked.groups[g].fwd, SHUT_WR);
 }
 
 /* Drop the entries of stand-ins that are done with (hung up, and no task
