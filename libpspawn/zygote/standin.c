@@ -77,7 +77,7 @@ static struct {
     struct standin_load sent;                   /* what it last told the root */
     uint32_t forwarded[PSPAWN_FANOUT_MAX + 1];  /* the root's, per group */
     struct standin_load load[PSPAWN_FANOUT_MAX + 1];
-} standin = { .lfd = -1, .sfd = -1, .starter_pidfd = -1 };
+} standin;     /* zero (in .bss, no page of the file's): start_serving sets the fds */
 
 /* Done with C's connection (its entry stays while its task runs). */
 static void drop_conn(struct client *c)
@@ -480,7 +480,7 @@ static int idle_left(long long *since)
  * just forked from it, which is to start serving afresh. */
 static int start_serving(void)
 {
-    standin.lfd = standin.sfd = -1;
+    standin.lfd = standin.sfd = standin.starter_pidfd = -1;
     standin.n = 0;
     if (!parked.forwarded && (standin.lfd = pspawn_listen_abstract(parked.listen_name, 128)) < 0) {
         zygote_send_ready(parked.sock, ZYGOTE_LISTEN_FAILED, errno);
