@@ -19,7 +19,7 @@ spank_plugin_sources = \
 spank_test_plugin_sources = \
 	tests/integration/spank-plugin.c tests/integration/spank-plugin.h \
 	tests/integration/spank-slurmstepd.c tests/integration/spank-mover.c \
-	tests/integration/spank-mover.h tests/integration/spank-mover-play.c
+	tests/integration/spank-mover.h tests/integration/spank-mover-play.c tests/fixtures/paused.h
 
 # Also in the tarball of a build without Slurm.
 EXTRA_DIST += $(spank_plugin_sources) tests/unit/spank-config.c $(spank_test_plugin_sources) \
@@ -70,7 +70,7 @@ check_PROGRAMS += tests/integration/spank-jobzygote
 TESTS += tests/integration/spank-jobzygote
 tests_integration_spank_jobzygote_SOURCES = tests/integration/spank-jobzygote.c \
 	spank/pspawn_jobzygote.c spank/pspawn_jobzygote.h spank/pspawn_jobstart.c spank/pspawn_jobstate.c \
-	tests/fixtures/tap.h
+	tests/fixtures/tap.h tests/fixtures/paused.h
 tests_integration_spank_jobzygote_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/spank
 tests_integration_spank_jobzygote_LDADD = libpspawn/libpspawn-wire.la
 tests_integration_spank_jobzygote_LDFLAGS = $(AM_LDFLAGS) -no-install

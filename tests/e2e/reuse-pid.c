@@ -28,15 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
-#ifndef SYS_pidfd_send_signal
-#define SYS_pidfd_send_signal 424
-#endif
-#ifndef SYS_pidfd_getfd
-#define SYS_pidfd_getfd 438
-#endif
+#include "pidfd.h"
 
 /* The pid and fd of the listener of abstract NAME: by its socket's inode
  * in /proc/net/unix, then /proc/PID/fd. */

@@ -27,7 +27,7 @@ ax "gcc -D_GNU_SOURCE -O2 -o task /usr/src/libpspawn/tests/fixtures/task.c &&
     gcc -D_GNU_SOURCE -O2 -o timers /usr/src/libpspawn/tests/fixtures/timers.c &&
     mpicc -O2 -o mpi mpi.c &&
     mpicc -O2 -o mpix /usr/src/libpspawn/tests/e2e/mpix.c && cp mpix mpix2" || exit 1
-bx "gcc -O2 -I/usr/src/libpspawn/libpspawn/wire -I/usr/src/libpspawn/spank -o hostile /usr/src/libpspawn/tests/e2e/hostile.c && gcc -O2 -o reuse-pid /usr/src/libpspawn/tests/e2e/reuse-pid.c" && ax "gcc -O2 -o faults-task /usr/src/libpspawn/tests/e2e/faults-task.c" || exit 1
+bx "gcc -O2 -I/usr/src/libpspawn/libpspawn/wire -I/usr/src/libpspawn/spank -o hostile /usr/src/libpspawn/tests/e2e/hostile.c && gcc -O2 -I/usr/src/libpspawn/libpspawn/wire -o reuse-pid /usr/src/libpspawn/tests/e2e/reuse-pid.c" && ax "gcc -O2 -o faults-task /usr/src/libpspawn/tests/e2e/faults-task.c" || exit 1
 # ssh between the nodes for alice (mpirun with a host list starts prted
 # over ssh); the key is in the shared /home.
 ax "mkdir -p ~/.ssh && chmod 700 ~/.ssh &&

@@ -40,6 +40,7 @@
 
 #include "pspawn_jobzygote.h"
 #include "unixsock.h"
+#include "../fixtures/paused.h"
 #include "../fixtures/tap.h"
 
 #define USER_A 65534    /* the job's user */
@@ -161,38 +162,16 @@ static void remove_tree(const char *path)
     rmdir(path);
 }
 
-/* A process of UID in folder CG (under base), pausing until killed. */
+/* A process of UID in folder CG (under base; NULL: ours), pausing until
+ * killed. */
 static pid_t sleeper(uid_t uid, const char *cg)
 {
-    int ready[2];
-    if (pipe(ready) < 0)
-        return -1;
-    fflush(stdout);
-    pid_t p = fork();
-    if (p == 0) {
-        close(ready[0]);
-        if (cg)
-            join(cg, getpid());
-        if (setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
-            _exit(1);
-        close(ready[1]);
-        for (;;)
-            pause();
-    }
-    close(ready[1]);
-    char c;
-    (void)!read(ready[0], &c, 1);
-    close(ready[0]);
-    return p;
+    char dir[PATH_MAX * 2];
+    snprintf(dir, sizeof dir, "%s%s", base, cg ? cg : "");
+    return paused_child(uid, cg ? dir : NULL);
 }
 
-static void end(pid_t p)
-{
-    if (p > 0) {
-        kill(p, SIGKILL);
-        waitpid(p, NULL, 0);
-    }
-}
+#define end paused_end
 
 static int alive(pid_t p)
 {

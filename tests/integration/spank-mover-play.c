@@ -31,6 +31,7 @@
 #include "pidfd.h"
 #include "pspawn_cgroup.h"
 #include "spank-mover.h"
+#include "../fixtures/paused.h"
 #include "unixsock.h"
 
 /* The plugin's open() is this one (exported with -export-dynamic), so
@@ -306,35 +307,16 @@ const char *cgroup_base(char *cpus, char *mems)
 
 /* A process of the user's forked by this fake slurmstepd (so one the
  * mover may move), in cgroup CG, until killed. */
+/* A process of the user's forked by this fake slurmstepd (so one the
+ * mover may move), in cgroup CG, until killed. */
 pid_t step_process(uid_t user, const char *cg)
 {
-    int ready[2];
-    if (pipe(ready) < 0)
-        return -1;
-    fflush(stdout);
-    pid_t p = fork();
-    if (p == 0) {
-        close(ready[0]);
-        join_cgroup(cg, getpid());
-        if (setresgid(user, user, user) < 0 || setresuid(user, user, user) < 0)
-            _exit(1);
-        close(ready[1]);
-        for (;;)
-            pause();
-    }
-    close(ready[1]);
-    char c;
-    (void)!read(ready[0], &c, 1);
-    close(ready[0]);
-    return p;
+    return paused_child(user, cg);
 }
 
 void end_process(pid_t p)
 {
-    if (p > 0) {
-        kill(p, SIGKILL);
-        waitpid(p, NULL, 0);
-    }
+    paused_end(p);
 }
 
 int cgroup_has(pid_t pid, const char *dir_suffix)
