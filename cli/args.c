@@ -19,7 +19,12 @@ static void usage(FILE *f)
             "          [--fanout MODE] [--options LIST] [--preload auto|FILE]\n"
             "          [--preload-modules LIST] [--timeout S] [--pip]\n"
             "          [-v] [--] PROG [ARGS...]\n"
-            "Launch N instances of PROG by forking one parked, already-loaded copy of it.\n\n"
+            "   or: %s --intercept [--after N] [--idle S] [--skip LIST] [--priority MODE]\n"
+            "          [-o LIST] [--] LAUNCHER [ARGS...]\n"
+            "Launch N instances of PROG by forking one parked, already-loaded copy of it.\n"
+            "With --intercept, run LAUNCHER (make, xargs, parallel, python...) so that its\n"
+            "repeated starts of one program fork a zygote of it instead of exec'ing it\n"
+            "(pspawn --intercept --help lists its options).\n\n"
             "  -n, --ntasks N      number of tasks (default 1)\n"
             "  -b, --bind MODE     none (default), core (rank r on the r-th allowed CPU),\n"
             "                      or a CPU list such as 0-3,8 (rank r on LIST[r %% len])\n"
@@ -48,7 +53,7 @@ static void usage(FILE *f)
             "tasks exit 0, else the highest task status (128+N for signal N); 127 if PROG\n"
             "is not found, 126 if it cannot be executed, 124 on timeout, 2 on usage errors.\n"
             "PSPAWN_DEBUG=1 prints why a task fell back to exec.  See pspawn(1).\n",
-            progname);
+            progname, progname);
 }
 
 /* Append PREFIX VALUE to the options, checked as libpspawn reads them. */

@@ -5,12 +5,15 @@
  * its repeated starts of a program fork a zygote of it (pspawn(1),
  * "INTERCEPTION").
  *
- * pspawn makes the interception scope (its name, its table in /dev/shm),
- * runs the launcher as its child and ends as the launcher ends.  It is a
- * child subreaper meanwhile: the scope's zygotes, whose starters exit as
- * soon as they park, are its children rather than init's, and it stops
- * them (SIGTERM: each finishes the tasks it runs) once the launcher is
- * done, and removes the table.
+ * pspawn makes the interception scope (its name, and its table: a sealed
+ * memfd that it holds, which the scope's processes open through
+ * /proc/PID/fd, so that nothing is left of it once pspawn and they are
+ * gone, even after a SIGKILL), runs the launcher as its child and ends as
+ * the launcher ends.  It is a child subreaper meanwhile: the scope's
+ * zygotes, whose starters exit as soon as they park, are its children
+ * rather than init's, and it stops them (SIGTERM: each finishes the tasks
+ * it runs) once the launcher is done, and reaps them, so that none is
+ * left to an init that does not reap (a container's).
  */
 #include "config.h"
 
@@ -25,6 +28,7 @@
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -63,6 +67,12 @@ static void forward(int sig, siginfo_t *si, void *ctx)
         kill(launcher, sig);
 }
 
+static int debug_on(void)
+{
+    const char *v = getenv("PSPAWN_DEBUG");
+    return v && *v && strcmp(v, "0") != 0;
+}
+
 static int set_env(const char *name, const char *value)
 {
     if (!value)
@@ -93,24 +103,26 @@ static int preload_interceptor(void)
     return r;
 }
 
-/* The scope's name, in the environment, and its table. */
-static int make_scope(char *table, size_t len)
+/* The scope's name and its table, in the environment. */
+static int make_scope(void)
 {
     unsigned char raw[ROUTE_SCOPE_LEN / 2];
-    char scope[ROUTE_SCOPE_LEN + 1];
+    char scope[ROUTE_SCOPE_LEN + 1], table[64];
     if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
         return -1;
     for (size_t i = 0; i < sizeof raw; i++)
         snprintf(scope + 2 * i, 3, "%02x", raw[i]);
-    route_table_path(scope, table, len);
-    if (route_attach(scope, 1) < 0) {
-        fprintf(stderr, "%s: cannot make the interception table %s: %s\n", progname, table,
-                strerror(errno));
+    int fd = route_create_held(scope);
+    if (fd < 0) {
+        fprintf(stderr, "%s: cannot make the interception table (a sealed memfd): %s\n",
+                progname, strerror(errno));
         return -1;
     }
-    if (getenv("PSPAWN_DEBUG") && strcmp(getenv("PSPAWN_DEBUG"), "0"))
+    /* held until we end: the launcher does not inherit it */
+    snprintf(table, sizeof table, "/proc/%d/fd/%d", (int)getpid(), fd);
+    if (debug_on())
         fprintf(stderr, "%s: interception scope %s (%s)\n", progname, scope, table);
-    return set_env(ROUTE_ENV_SCOPE, scope);
+    return set_env(ROUTE_ENV_TABLE, table) || set_env(ROUTE_ENV_SCOPE, scope) ? -1 : 0;
 }
 
 /* Whether PID holds a socket bound to one of the scope's names (in
@@ -136,9 +148,11 @@ static int holds_scope_socket(pid_t pid, const unsigned long *inodes, size_t n)
     return found;
 }
 
-/* Stop the scope's zygotes among our children (adopted orphans). */
-static void stop_zygotes(const char *scope)
+/* Stop the scope's zygotes among our children (adopted orphans): how
+ * many were told to, their pids in PIDS (up to MAX). */
+static size_t stop_zygotes(const char *scope, pid_t *pids, size_t max)
 {
+    size_t stopped = 0;
     char prefix[96], line[512];
     int plen = snprintf(prefix, sizeof prefix, "@pspawn-i%u.%s.", (unsigned)geteuid(), scope);
     unsigned long inodes[256];
@@ -162,11 +176,41 @@ static void stop_zygotes(const char *scope)
         if (*end || pid <= 1 || pspawn_proc_stat((pid_t)pid, 4, 4, &ppid) < 0 ||
             (pid_t)ppid != getpid())
             continue;
-        if (holds_scope_socket((pid_t)pid, inodes, n))
-            kill((pid_t)pid, SIGTERM);
+        if (stopped < max && holds_scope_socket((pid_t)pid, inodes, n) &&
+            kill((pid_t)pid, SIGTERM) == 0)
+            pids[stopped++] = (pid_t)pid;
     }
     if (d)
         closedir(d);
+    return stopped;
+}
+
+/* Reap the N stopped zygotes PIDS (and any other child that ends
+ * meanwhile), for up to REAP_WAIT_MS: a zygote ends once its tasks have.
+ * One still running then is left to whoever adopts it. */
+#define REAP_WAIT_MS 5000
+static void reap_zygotes(pid_t *pids, size_t n)
+{
+    size_t left = n;
+    for (int waited = 0; left && waited < REAP_WAIT_MS;) {
+        pid_t pid = waitpid(-1, NULL, WNOHANG);
+        if (pid < 0 && errno != EINTR)
+            break;
+        if (pid > 0) {
+            for (size_t i = 0; i < n; i++)
+                if (pids[i] == pid) {
+                    pids[i] = 0;
+                    left--;
+                }
+            continue;
+        }
+        struct timespec ts = { 0, 10 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+        waited += 10;
+    }
+    if (left && debug_on())
+        fprintf(stderr, "%s: %zu zygote(s) still finishing their tasks after %d ms: not "
+                "reaped\n", progname, left, REAP_WAIT_MS);
 }
 
 static int parse(int argc, char **argv)
@@ -240,8 +284,7 @@ int cli_intercept(int argc, char **argv)
     int first = parse(argc, argv);
     if (first <= 0)
         return first == 0 ? 0 : first == -2 ? 2 : 1;
-    char table[128];
-    if (preload_interceptor() < 0 || make_scope(table, sizeof table) < 0)
+    if (preload_interceptor() < 0 || make_scope() < 0)
         return 1;
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     /* Our dispositions pass to the launcher as they were: set ours after. */
@@ -258,7 +301,6 @@ int cli_intercept(int argc, char **argv)
     }
     if (launcher < 0) {
         perror(progname);
-        unlink(table);
         return 1;
     }
     static const int fwd[] = { SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2 };
@@ -282,8 +324,8 @@ int cli_intercept(int argc, char **argv)
         }
         /* an adopted orphan (a zygote that ended, or a task of one) */
     }
-    stop_zygotes(getenv(ROUTE_ENV_SCOPE));
-    unlink(table);
+    pid_t stopped[256];
+    reap_zygotes(stopped, stop_zygotes(getenv(ROUTE_ENV_SCOPE), stopped, 256));
     signal(SIGINT, SIG_DFL);
     if (WIFSIGNALED(status)) {
         signal(WTERMSIG(status), SIG_DFL);

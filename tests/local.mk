@@ -301,8 +301,10 @@ tests_fixtures_intercept_launcher_LDFLAGS = -pthread
 tests_fixtures_intercept_task_SOURCES = tests/fixtures/intercept-task.c
 tests_fixtures_intercept_task_CFLAGS = $(launched_cflags_common)
 tests_fixtures_intercept_task_LDFLAGS =
-TESTS += tests/integration/intercept.sh tests/integration/intercept-launchers.sh
-EXTRA_DIST += tests/integration/intercept.sh tests/integration/intercept-launchers.sh
+TESTS += tests/integration/intercept.sh tests/integration/intercept-launchers.sh \
+	tests/integration/intercept-leftovers.sh
+EXTRA_DIST += tests/integration/intercept.sh tests/integration/intercept-launchers.sh \
+	tests/integration/intercept-leftovers.sh
 
 # The launch session (pspawn_session_*): asynchronous submit, the fd,
 # per-task states, cancel, zygotes killed mid-session, 10,000 tasks.

@@ -137,7 +137,7 @@ static int skipped(const char *path)
 }
 
 /* Whether the start of PATH with ARGV and ENVP goes through a stand-in.
- * Counts the start. */
+ * Counts the start.  Under PSPAWN_DEBUG, says why one is not. */
 static int wanted(const char *path, char *const argv[], char *const envp[])
 {
     if (!cfg.active || !route_table || !path || !argv || !argv[0])
@@ -147,38 +147,60 @@ static int wanted(const char *path, char *const argv[], char *const envp[])
         if (!strncmp(envp[envc], "PSPAWN_ZYGOTE_", 14) ||
             !strncmp(envp[envc], ROUTE_ENV_EXEC "=", sizeof ROUTE_ENV_EXEC))
             return 0;   /* a zygote's own exec (a sub-zygote), or a stand-in's */
-    if (skipped(path))
+    if (skipped(path)) {
+        debug_line("not routed (--skip):", path);
         return 0;
+    }
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    if (fd < 0)
+    if (fd < 0) {
+        debug_line("not routed (cannot be opened: exec gives its error):", path);
         return 0;
+    }
     struct stat st;
     struct statfs sf;
     int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
     struct route_program *e = ok ? route_program_entry(route_program_key(&st, envp)) : NULL;
+    const char *why = NULL;
+    unsigned starts = 0;
     if (e) {
-        unsigned starts = __atomic_add_fetch(&e->starts, 1, __ATOMIC_ACQ_REL);
+        starts = __atomic_add_fetch(&e->starts, 1, __ATOMIC_ACQ_REL);
         uint32_t v = __atomic_load_n(&e->verdict, __ATOMIC_ACQUIRE);
         if (v == ROUTE_UNKNOWN) {
             uint32_t unknown = ROUTE_UNKNOWN;
-            v = route_elf_dynamic(fd, &st) ? ROUTE_YES : ROUTE_NO;
-            __atomic_compare_exchange_n(&e->verdict, &unknown, v, 0, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_ACQUIRE);
+            v = route_program_verdict(fd, &st);
+            if (!__atomic_compare_exchange_n(&e->verdict, &unknown, v, 0, __ATOMIC_ACQ_REL,
+                                             __ATOMIC_ACQUIRE))
+                v = unknown;
         }
         /* Exec must be able to run it, or its own error is the answer. */
-        ok = v == ROUTE_YES && starts >= cfg.after &&
-             faccessat(AT_FDCWD, path, X_OK, AT_EACCESS) == 0 &&
-             fstatfs(fd, &sf) == 0 && !(sf.f_flags & ST_NOEXEC);
+        if (v != ROUTE_YES)
+            why = route_verdict_why(v);
+        else if (starts < cfg.after)
+            why = "";       /* counted: routed from start cfg.after on */
+        else if (faccessat(AT_FDCWD, path, X_OK, AT_EACCESS) != 0)
+            why = "not executable: exec gives its error";
+        else if (fstatfs(fd, &sf) != 0 || (sf.f_flags & ST_NOEXEC))
+            why = "on a noexec mount: exec gives its error";
     } else {
-        ok = 0;
+        why = ok ? "the scope's table of programs is full" : "not a regular file";
     }
     close(fd);
-    if (!ok)
+    if (why) {
+        if (!*why)
+            intercept_say("not routed (start %u of %u before routing): %s", starts, cfg.after,
+                          path);
+        else
+            intercept_say("not routed (%s): %s", why, path);
         return 0;
+    }
     struct rlimit stack;
     uint64_t limit = getrlimit(RLIMIT_STACK, &stack) == 0 ? stack.rlim_cur : RLIM_INFINITY;
-    return pspawn_args_too_big_plus(cfg.standin, argv, envp, limit,
-                                    sizeof ROUTE_ENV_EXEC + strlen(path) + 1, 1) == 0;
+    if (pspawn_args_too_big_plus(cfg.standin, argv, envp, limit,
+                                 sizeof ROUTE_ENV_EXEC + strlen(path) + 1, 1) != 0) {
+        debug_line("not routed (its arguments leave no room for the stand-in's):", path);
+        return 0;
+    }
+    return 1;
 }
 
 /* ENVP with PSPAWN_STANDIN_EXEC=PATH and EXTRA (if not NULL) added, into

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <link.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -41,41 +42,106 @@ static int scope_valid(const char *scope)
     return n == ROUTE_SCOPE_LEN;
 }
 
+/* Whether FD is a table file as only its scope's maker leaves it: a
+ * regular file of ours, mode 0600, of the table's size (its maker may
+ * still be sizing it: a little wait), and for a memfd, sealed at that
+ * size. */
+static int table_file_ok(int fd, int sealed)
+{
+    struct stat st;
+    for (int tries = 0; ; tries++) {
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+            (st.st_mode & 077) || tries == 50)
+            return 0;
+        if (st.st_size == (off_t)sizeof(struct route_shared))
+            break;
+        struct timespec ts = { 0, 2 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+    const int seals = F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL;
+    int has = sealed ? fcntl(fd, F_GET_SEALS) : 0;
+    return !sealed || (has >= 0 && (has & seals) == seals);
+}
+
+/* Map the table open as FD (closed here); MADE: we made it, for SCOPE. */
+static int map_table(int fd, const char *scope, int made)
+{
+    void *m = mmap(NULL, sizeof(struct route_shared), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED)
+        return -1;
+    struct route_shared *t = m;
+    if (made) {
+        t->size = sizeof(struct route_shared);
+        t->base_nice = getpriority(PRIO_PROCESS, 0);
+        memcpy(t->scope, scope, ROUTE_SCOPE_LEN);
+        __atomic_store_n(&t->magic, ROUTE_MAGIC, __ATOMIC_RELEASE);
+    } else if (__atomic_load_n(&t->magic, __ATOMIC_ACQUIRE) != ROUTE_MAGIC ||
+               memcmp(t->scope, scope, ROUTE_SCOPE_LEN) != 0) {
+        /* another scope's (the fd of a reused pid), or one its maker never
+         * finished: its maker finishes before it starts anything */
+        munmap(m, sizeof(struct route_shared));
+        return -1;
+    }
+    route_table = t;
+    return 0;
+}
+
 int route_attach(const char *scope, int create)
 {
-    char path[128];
     if (!scope || !scope_valid(scope))
         return -1;
+    /* pspawn --intercept's: the memfd it holds, reached through its fd
+     * (a magic link of /proc, so not O_NOFOLLOW); gone with pspawn.  A
+     * new scope (its variable lost on the way) makes its own file. */
+    const char *held = create ? NULL : getenv(ROUTE_ENV_TABLE);
+    if (held && *held) {
+        if (strncmp(held, "/proc/", 6) != 0)
+            return -1;
+        int fd = open(held, O_RDWR | O_CLOEXEC);
+        if (fd < 0 || !table_file_ok(fd, 1)) {
+            if (fd >= 0)
+                close(fd);
+            return -1;
+        }
+        return map_table(fd, scope, 0);
+    }
+    char path[128];
     route_table_path(scope, path, sizeof path);
     int fd = -1, made = 0;
     if (create && (fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) >= 0)
         made = ftruncate(fd, sizeof(struct route_shared)) == 0;
     if (fd < 0 && (fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC)) < 0)
         return -1;
-    /* Ours alone, and of its size (its maker may still be sizing it). */
-    struct stat st;
-    for (int tries = 0; ; tries++) {
-        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
-            (st.st_mode & 077) || tries == 50) {
-            close(fd);
-            return -1;
-        }
-        if (st.st_size == (off_t)sizeof(struct route_shared))
-            break;
-        struct timespec ts = { 0, 2 * 1000 * 1000 };
-        nanosleep(&ts, NULL);
-    }
-    void *m = mmap(NULL, sizeof(struct route_shared), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (m == MAP_FAILED)
+    if (!table_file_ok(fd, 0)) {
+        close(fd);
         return -1;
-    route_table = m;
-    if (made) {
-        route_table->size = sizeof(struct route_shared);
-        route_table->base_nice = getpriority(PRIO_PROCESS, 0);
-        __atomic_store_n(&route_table->magic, ROUTE_MAGIC, __ATOMIC_RELEASE);
     }
-    return 0;
+    return map_table(fd, scope, made);
+}
+
+int route_create_held(const char *scope)
+{
+    if (!scope || !scope_valid(scope))
+        return -1;
+    char name[64];
+    snprintf(name, sizeof name, "pspawn-intercept.%s", scope);
+    int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0)
+        return -1;
+    /* 0600 (a memfd starts at 0777), of its size for good */
+    if (fchmod(fd, 0600) < 0 || ftruncate(fd, sizeof(struct route_shared)) < 0 ||
+        fcntl(fd, F_ADD_SEALS, F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0) {
+        close(fd);
+        return -1;
+    }
+    int keep = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (keep < 0 || map_table(fd, scope, 1) < 0) {
+        if (keep >= 0)
+            close(keep);
+        return -1;
+    }
+    return keep;
 }
 
 uint64_t route_program_key(const struct stat *st, char *const envp[])
@@ -116,28 +182,48 @@ struct route_program *route_program_entry(uint64_t key)
     return NULL;
 }
 
-int route_elf_dynamic(int fd, const struct stat *st)
+const char *route_verdict_why(uint32_t verdict)
 {
-    if (!S_ISREG(st->st_mode) || (st->st_mode & (S_ISUID | S_ISGID)))
-        return 0;
+    switch (verdict) {
+    case ROUTE_NO_FILE: return "not a regular file";
+    case ROUTE_NO_SETID: return "set-user-ID or set-group-ID: exec changes its ids";
+    case ROUTE_NO_CAPS: return "file capabilities: exec raises them";
+    case ROUTE_NO_SCRIPT: return "a #! script: exec'd as is, its interpreter routes what it starts";
+    case ROUTE_NO_FOREIGN: return "not an ELF program of this machine";
+    case ROUTE_NO_STATIC: return "static: no libraries to keep loaded";
+    case ROUTE_REFUSED: return "its zygote could not start (see the stand-in's reason)";
+    case ROUTE_NO: return "no zygote can serve it (see the stand-in's reason)";
+    default: return "not yet inspected";
+    }
+}
+
+uint32_t route_program_verdict(int fd, const struct stat *st)
+{
+    if (!S_ISREG(st->st_mode))
+        return ROUTE_NO_FILE;
+    if (st->st_mode & (S_ISUID | S_ISGID))
+        return ROUTE_NO_SETID;
     /* File capabilities: exec would raise them, a fork of a zygote not. */
     if (fgetxattr(fd, "security.capability", NULL, 0) >= 0 || errno == ERANGE)
-        return 0;
+        return ROUTE_NO_CAPS;
     ElfW(Ehdr) eh;
-    if (pread(fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh ||
+    ssize_t got = pread(fd, &eh, sizeof eh, 0);
+    if (got >= 2 && ((const char *)&eh)[0] == '#' && ((const char *)&eh)[1] == '!')
+        return ROUTE_NO_SCRIPT;
+    if (got != (ssize_t)sizeof eh ||
         memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
         eh.e_ident[EI_CLASS] != __ehdr_start.e_ident[EI_CLASS] ||
         eh.e_machine != __ehdr_start.e_machine || (eh.e_type != ET_EXEC && eh.e_type != ET_DYN) ||
         eh.e_phentsize != sizeof(ElfW(Phdr)) || eh.e_phnum > 512)
-        return 0;
+        return ROUTE_NO_FOREIGN;
     for (unsigned i = 0; i < eh.e_phnum; i++) {
         ElfW(Phdr) ph;
         if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + i * sizeof ph)) != (ssize_t)sizeof ph)
-            return 0;
+            return ROUTE_NO_FOREIGN;
         if (ph.p_type == PT_INTERP)
-            return 1;
+            return ROUTE_YES;
     }
-    return 0;   /* static */
+    return ROUTE_NO_STATIC;
 }
 
 void route_standin_add(pid_t pid)

@@ -6,9 +6,12 @@
  * A scope is one launcher run under `pspawn --intercept` (or under a bare
  * LD_PRELOAD of libpspawn-intercept.so: the first process that loads it
  * makes the scope).  Its processes count, together, how often each
- * program was started, in a small table in /dev/shm named after the user
- * and the scope's random name (PSPAWN_INTERCEPT_SCOPE): a program is
- * routed from its Nth start on.  The table also lists the pids of the
+ * program was started, in a small table: a sealed memfd that `pspawn
+ * --intercept` holds (PSPAWN_INTERCEPT_TABLE names it as /proc/PID/fd/N,
+ * so that it goes when pspawn and the last process that mapped it do,
+ * whatever kills them), or under a bare LD_PRELOAD a file in /dev/shm
+ * named after the user and the scope's random name
+ * (PSPAWN_INTERCEPT_SCOPE).  A program is routed from its Nth start on.  The table also lists the pids of the
  * scope's stand-ins (so that a launcher's kill() of one can be told from
  * a kill() of its process group), what the stand-ins learnt cannot
  * have a zygote, and, with spawn-site priorities, the children whose run
@@ -31,6 +34,7 @@
 #define ROUTE_ENV_SKIP    "PSPAWN_INTERCEPT_SKIP"    /* paths or names never routed */
 #define ROUTE_ENV_STANDIN "PSPAWN_INTERCEPT_STANDIN" /* pspawn-standin (default: installed) */
 #define ROUTE_ENV_OFF     "PSPAWN_INTERCEPT"         /* "off", "0" or "no": pass everything */
+#define ROUTE_ENV_TABLE   "PSPAWN_INTERCEPT_TABLE"   /* /proc/PID/fd/N: pspawn's memfd table */
 /* Given by a routed exec to the stand-in it becomes: the program it
  * stands in for.  The stand-in takes it out of its environment. */
 #define ROUTE_ENV_EXEC    "PSPAWN_STANDIN_EXEC"
@@ -42,9 +46,17 @@
 enum route_verdict {
     ROUTE_UNKNOWN = 0,
     ROUTE_YES = 1,          /* a dynamic ELF executable a zygote may serve */
-    ROUTE_NO = 2,           /* not one (static, set-id, a script...) */
+    ROUTE_NO = 2,           /* not one (a stand-in's inspection said why) */
     ROUTE_REFUSED = 3,      /* a stand-in found its zygote cannot start */
+    ROUTE_NO_FILE = 4,      /* not a regular file */
+    ROUTE_NO_SETID = 5,     /* set-user-ID or set-group-ID: exec raises its ids */
+    ROUTE_NO_CAPS = 6,      /* file capabilities: exec raises them */
+    ROUTE_NO_SCRIPT = 7,    /* a #! script: its interpreter routes what it starts */
+    ROUTE_NO_FOREIGN = 8,   /* not an ELF program of this machine */
+    ROUTE_NO_STATIC = 9,    /* static: there is no loading to save */
 };
+/* Why VERDICT (not ROUTE_YES) keeps a program from a zygote, in words. */
+const char *route_verdict_why(uint32_t verdict);
 
 struct route_program {
     uint64_t key;           /* 0: free */
@@ -67,6 +79,7 @@ struct route_child {
 #define ROUTE_MAGIC 0x70737274u /* "psrt" */
 struct route_shared {
     uint32_t magic, size;
+    char scope[ROUTE_SCOPE_LEN];    /* the scope it was made for (no NUL) */
     int32_t creator;        /* the process that made the scope: its end ends it */
     int32_t base_nice;      /* its nice: a long child's is this + N, never more */
     struct route_program program[ROUTE_PROGRAMS];
@@ -75,12 +88,17 @@ struct route_shared {
 };
 
 /* The scope's shared table: mapped by route_attach, NULL if there is none
- * (no /dev/shm, or a file someone else owns: nothing is routed). */
+ * (pspawn is gone, no /dev/shm, a file someone else owns or of another
+ * scope: nothing is routed). */
 extern struct route_shared *route_table;
 
-/* Map the table of SCOPE (creating it if CREATE): 0, or -1. */
+/* Map the table of SCOPE: the one PSPAWN_INTERCEPT_TABLE names, else the
+ * file in /dev/shm (made, if CREATE): 0, or -1. */
 int route_attach(const char *scope, int create);
-/* The table's path for SCOPE, into BUF. */
+/* Make and map SCOPE's table as a sealed memfd, for pspawn --intercept to
+ * hold: its fd (close-on-exec), or -1. */
+int route_create_held(const char *scope);
+/* The /dev/shm path of SCOPE's table (a bare LD_PRELOAD's), into BUF. */
 void route_table_path(const char *scope, char *buf, size_t len);
 
 /* A program's key in the table: the file ST says it is, and the loader's
@@ -88,9 +106,10 @@ void route_table_path(const char *scope, char *buf, size_t len);
 uint64_t route_program_key(const struct stat *st, char *const envp[]);
 /* The entry of KEY, added if need be; NULL when the table is full. */
 struct route_program *route_program_entry(uint64_t key);
-/* Whether the file at PATH (open as FD, ST) is a dynamic ELF executable of
- * our machine, neither set-id nor with file capabilities. */
-int route_elf_dynamic(int fd, const struct stat *st);
+/* ROUTE_YES if the file open as FD (ST) is a dynamic ELF executable of
+ * our machine, neither set-id nor with file capabilities; else the
+ * verdict that says why not. */
+uint32_t route_program_verdict(int fd, const struct stat *st);
 
 /* The scope's stand-ins: their pids. */
 void route_standin_add(pid_t pid);

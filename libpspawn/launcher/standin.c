@@ -155,8 +155,8 @@ static const char *zygote_env_differs(const struct pspawn_standin_client *c, int
     if (!mine || !loader || !py)
         res = "no memory to compare the zygote's environment";
     else if ((var = pspawn_env_subset_differs(loader, mine, pspawn_loader_var, &vlen)))
-        snprintf(why, len, "its %.*s differs from the zygote's (the loader reads it before main)",
-                 (int)vlen, var);
+        snprintf(why, len, "its %.*s differs from the zygote's (read before main: by the "
+                 "loader, libc or a constructor)", (int)vlen, var);
     else if (((uint32_t)h.status & HELLO_PYTHON) &&
              (var = pspawn_env_subset_differs(py, environ, pspawn_python_startup_var, &vlen)))
         snprintf(why, len, "its %.*s differs from the warm interpreter's (read at start)",

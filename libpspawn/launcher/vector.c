@@ -180,7 +180,8 @@ static int task_refused(struct batch *b, size_t i, struct env_verdict *loader,
     struct pspawn_zygote *z = b->z;
     if (env_differs(loader, task_envp(b, i), pspawn_loader_env_differs, z)) {
         pspawn_fallback(z, 0, "task %zu: its %.*s differs from the zygote's "
-                        "(the loader reads it before main)", i, (int)loader->len, loader->var);
+                        "(read before main: by the loader, libc or a constructor)", i,
+                        (int)loader->len, loader->var);
         return 1;
     }
     if (!z->python)

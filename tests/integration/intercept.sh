@@ -40,7 +40,7 @@ compare() {
 }
 
 # routed NAME: how many starts the interception library routed.
-routed() { grep -c 'routed.*intercept-task' "$tmp/$1.err"; }
+routed() { grep -cE ']: routed[ :].*intercept-task' "$tmp/$1.err"; }
 forked() { grep -c 'intercept-task) forked by the zygote' "$tmp/$1.err"; }
 
 # 1-7. Every way a launcher starts a program.
@@ -129,17 +129,60 @@ compare script "$launcher" fork 3 "$tmp/script" x
 [ $? = 0 ] && [ "$(forked script)" = 0 ]
 ok $? "a #! script: exec'd as is, output as without"
 
+# PSPAWN_DEBUG says why each of them was not routed.
+grep -q "not routed (static: .*task-static" "$tmp/static.err" &&
+    grep -q "not routed (a #! script: .*$tmp/script" "$tmp/script.err"
+ok $? "PSPAWN_DEBUG: why a static program and a script are not routed" ||
+    diag_stderr "$tmp/script.err" 5
+
+# A set-user-ID program, and one with file capabilities (as root, with
+# setcap), are exec'd: exec raises their ids or capabilities, a fork of a
+# zygote would not.
+cp "$task" "$tmp/bin/suid-task" && chmod u+s "$tmp/bin/suid-task"
+compare suid "$launcher" fork 2 "$tmp/bin/suid-task" exit 0
+[ $? = 0 ] && [ "$(grep -c 'suid-task) forked' "$tmp/suid.err")" = 0 ] &&
+    grep -q "not routed (set-user-ID or set-group-ID: .*suid-task" "$tmp/suid.err"
+ok $? "a set-user-ID program: exec'd, and PSPAWN_DEBUG says why" || diag_stderr "$tmp/suid.err" 5
+if [ "$(id -u)" = 0 ] && command -v setcap >/dev/null &&
+    cp "$task" "$tmp/bin/caps-task" && setcap cap_net_raw+ep "$tmp/bin/caps-task" 2>/dev/null; then
+    compare caps "$launcher" fork 2 "$tmp/bin/caps-task" exit 0
+    [ $? = 0 ] && [ "$(grep -c 'caps-task) forked' "$tmp/caps.err")" = 0 ] &&
+        grep -q "not routed (file capabilities: .*caps-task" "$tmp/caps.err"
+    ok $? "a program with file capabilities: exec'd, and PSPAWN_DEBUG says why" ||
+        diag_stderr "$tmp/caps.err" 5
+else
+    skip "needs root and setcap" "a program with file capabilities: exec'd"
+fi
+
+# stdbuf: its library sets stdout's buffering in a constructor from
+# _STDBUF_O; a zygote started with one value must not serve another.
+compare stdbuf sh -c 'for m in L 4096 L 0 4096; do stdbuf -o$m "$1" bufmode $m; done' sh "$task"
+[ $? = 0 ] && [ "$(grep -c 'intercept-task) forked' "$tmp/stdbuf.err")" -ge 2 ]
+ok $? "stdbuf -oL, -o4096, -o0 in turn: each task buffered as told, as without interception"
+
+# A variable a constructor reads: the zygote's value, unless
+# PSPAWN_CTOR_VARS names it (then each value gets a zygote of its own).
+ctorvars='for v in a b a c; do INTERCEPT_CTOR_VAR=$v "$1" ctorvar; done'
+compare ctor-listed env PSPAWN_CTOR_VARS="OTHER:INTERCEPT_CTOR_*" sh -c "$ctorvars" sh "$task"
+[ $? = 0 ] && [ "$(grep -c 'intercept-task) forked' "$tmp/ctor-listed.err")" = 4 ]
+ok $? "PSPAWN_CTOR_VARS names a variable a constructor reads: each task sees its own value"
+(cd "$tmp" && "$pspawn" --intercept --after 1 --idle 2 -- sh -c "$ctorvars" sh "$task") \
+    >"$tmp/ctor-unlisted.out" 2>/dev/null
+[ "$(sort -u "$tmp/ctor-unlisted.out")" = "ctorvar a" ]
+ok $? "without it, a routed task sees the value its zygote's constructor read (documented)"
+
 # 18. By default a program is routed from its second start on.
 (cd "$tmp" && "$pspawn" --intercept --idle 2 -- "$launcher" fork 5 "$task" exit 0) \
     >/dev/null 2>"$tmp/default.err"
-[ "$(forked default)" = 4 ]
-ok $? "default: the first start exec'd, the next four forked ($(forked default))"
+[ "$(forked default)" = 4 ] &&
+    [ "$(grep -c 'not routed (start 1 of 2 before routing).*intercept-task' "$tmp/default.err")" = 1 ]
+ok $? "default: the first start exec'd (PSPAWN_DEBUG says so), the next four forked ($(forked default))"
 
 # 19. --skip keeps a program out.
 (cd "$tmp" && "$pspawn" --intercept --after 1 --skip intercept-task -- "$launcher" fork 3 \
     "$task" exit 0) >/dev/null 2>"$tmp/skip.err"
-[ "$(routed skip)" = 0 ]
-ok $? "--skip NAME: never routed"
+[ "$(routed skip)" = 0 ] && grep -q 'not routed (--skip).*intercept-task' "$tmp/skip.err"
+ok $? "--skip NAME: never routed, and PSPAWN_DEBUG says why"
 
 # 20. Nothing is left behind: no zygote, no table.
 # tables NAME: how many of the tables the run NAME made are left.
@@ -175,6 +218,14 @@ ok $? "bare LD_PRELOAD: routed ($n of 4), no zygote ($left) nor table ($t) after
 "$pspawn" -n 2 /bin/bash -c 'env' >"$tmp/bash.env" 2>/dev/null
 ! grep -q PSPAWN_ZYGOTE "$tmp/bash.env" && grep -q '^PATH=' "$tmp/bash.env"
 ok $? "bash forked from a zygote exports none of the zygote's variables"
+
+# pspawn --help names the interception and its options.
+"$pspawn" --help >"$tmp/help" 2>&1
+ok=0
+for opt in --intercept --after --idle --skip --priority; do
+    grep -q -- "$opt" "$tmp/help" || { ok=1; echo "# pspawn --help lacks $opt"; }
+done
+ok $ok "pspawn --help lists --intercept and its options"
 
 # 23. Usage errors.
 "$pspawn" --intercept --after 0 -- true 2>/dev/null

@@ -1,0 +1,86 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# What pspawn --intercept leaves behind, however it ends: no table of its
+# scope (a sealed memfd it holds, not a file), even when it is killed
+# with SIGKILL, and no zygote left unreaped to an init that does not reap
+# (a container's): it reaps the zygotes it stops.
+. "$TESTS_SRCDIR/taplib.sh"
+
+pspawn=$PSPAWN_BIN
+launcher=$TESTS_BUILDDIR/intercept-launcher
+task=$TESTS_BUILDDIR/intercept-task
+[ -x "$launcher" ] && [ -x "$task" ] || bail "no $launcher or $task"
+command -v python3 >/dev/null || bail "no python3"
+# A copy of our own, so that the counts below see no other test's tasks.
+mkdir -p "$tmp/bin" && cp "$task" "$tmp/bin/leftover-task" || bail "cannot copy $task"
+task=$tmp/bin/leftover-task
+unset PSPAWN_INTERCEPT_SCOPE PSPAWN_INTERCEPT_TABLE PSPAWN_INTERCEPT_AFTER LD_PRELOAD
+export PSPAWN_DEBUG=1
+uid=$(id -u)
+
+# shm_files SCOPE: the files in /dev/shm that name SCOPE.
+shm_files() { ls /dev/shm 2>/dev/null | grep -c "$1"; }
+
+# 1-4. pspawn killed with SIGKILL while its launcher runs on.  The
+#      launcher (sh) starts the task twice (routed), kills pspawn, waits
+#      for the zygote's idle end, and starts the task again.
+rm -f "$tmp/k.out"
+(cd "$tmp" && "$pspawn" --intercept --after 1 --idle 1 -- sh -c '
+    "$1" exit 0 && "$1" exit 0
+    echo "scope $PSPAWN_INTERCEPT_SCOPE"
+    kill -KILL $PPID
+    sleep 2.5
+    "$1" exit 0
+    echo done' sh "$task") >"$tmp/k.out" 2>"$tmp/k.err"
+st=$?
+wait_until 20 grep -qx done "$tmp/k.out"
+scope=$(sed -n 's/^scope //p' "$tmp/k.out")
+[ "$st" = 137 ] && [ -n "$scope" ]
+ok $? "pspawn --intercept killed by SIGKILL (status $st), its launcher going on"
+n=$(grep -c 'leftover-task) forked by the zygote' "$tmp/k.err")
+[ "$n" = 2 ]
+ok $? "before: both starts routed through a zygote ($n)"
+[ "$(grep -c '^task ' "$tmp/k.out")" = 3 ] &&
+    grep -q 'no scope table; nothing is routed' "$tmp/k.err"
+ok $? "after: the launcher's next start is exec'd, as without interception" ||
+    diag_stderr "$tmp/k.err" 10
+left=$(shm_files "$scope")
+no_zygote() { ! pgrep -u "$uid" -f "$task" >/dev/null; }
+wait_until 10 no_zygote
+zyg=$(pgrep -u "$uid" -f "$task" | wc -l)
+[ "$left" = 0 ] && [ "$zyg" = 0 ]
+ok $? "nothing of the killed scope is left: no table in /dev/shm ($left), no zygote after its idle time ($zyg)"
+
+# 5-6. Under a subreaper that never reaps (a container's init): once
+#      pspawn has ended, none of its zygotes is left as a zombie, nor alive.
+cat >"$tmp/noreap.py" <<'EOF'
+import ctypes, os, sys, time
+ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)   # PR_SET_CHILD_SUBREAPER
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[1], sys.argv[1:])
+os.waitpid(pid, 0)      # pspawn only: what it leaves is ours now
+time.sleep(1.5)         # a stopped zygote ends within this
+zombies = alive = 0
+for p in os.listdir("/proc"):
+    try:
+        with open(f"/proc/{p}/stat") as f:
+            st = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        continue
+    if int(st[1]) == os.getpid():
+        if st[0] == "Z":
+            zombies += 1
+        else:
+            alive += 1
+print(f"zombies {zombies} alive {alive}")
+EOF
+(cd "$tmp" && python3 "$tmp/noreap.py" "$pspawn" --intercept --after 1 --idle 30 -- \
+    "$launcher" fork 4 "$task" exit 0) >"$tmp/z.out" 2>"$tmp/z.err"
+n=$(grep -c 'leftover-task) forked by the zygote' "$tmp/z.err")
+[ "$n" = 4 ] && [ "$(grep -c '^task ' "$tmp/z.out")" = 4 ]
+ok $? "under a subreaper that does not reap: the launcher's 4 starts routed ($n)"
+grep -qx 'zombies 0 alive 0' "$tmp/z.out"
+ok $? "no zygote left to it, neither a zombie nor alive ($(grep zombies "$tmp/z.out"))"
+
+tap_done
