@@ -68,6 +68,10 @@ static void print_zygotes(const pspawn_context_t *ctx)
         fprintf(stderr, "%s:   (%zu more)\n", progname, n - 64);
 }
 
+/* The environment of task RANK: the caller's, --env's, and the task's
+ * PSPAWN_RANK, PSPAWN_SIZE and PSPAWN_LOCAL_RANK; with RANK < 0, the
+ * zygote's, which has no rank (its constructors and imports run once,
+ * for every task). */
 static char **task_env(int rank)
 {
     size_t n = 0;
@@ -93,6 +97,9 @@ static char **task_env(int rank)
     }
     for (int j = 0; j < opt.nextra; j++)
         env[k++] = opt.extra_env[j];
+    env[k] = NULL;
+    if (rank < 0)
+        return env;
     char *v[3];
     if (asprintf(&v[0], "PSPAWN_RANK=%d", rank) < 0 ||
         asprintf(&v[1], "PSPAWN_SIZE=%d", opt.n) < 0 ||
@@ -104,14 +111,14 @@ static char **task_env(int rank)
     return env;
 }
 
-static void free_task_env(char **env)
+static void free_task_env(char **env, int rank)
 {
     if (!env)
         return;
     size_t n = 0;
     while (env[n])
         n++;
-    for (size_t i = n - 3; i < n; i++)
+    for (size_t i = n - 3; rank >= 0 && i < n; i++)
         free(env[i]);
     free(env);
 }
@@ -334,7 +341,7 @@ static int launch(pspawn_context_t *ctx, const char *path, char **argv, struct t
             *pgid = pid;
     }
     for (int r = 0; envs && r < opt.n; r++)
-        free_task_env(envs[r]);
+        free_task_env(envs[r], r);
     free(envs);
     free(sets);
     free(vt);
@@ -380,11 +387,10 @@ static int catch_signals(void)
 static int create_context(pspawn_context_t *ctx, const char *path, char **targv)
 {
     /* The zygote gets the tasks' environment, --env included, so
-     * that their loader variables are its own. */
-    char **env0 = task_env(0);
+     * that their loader variables are its own; but no task's rank. */
+    char **env0 = task_env(-1);
     int err = env0 ? pspawn_context_create_argv(ctx, path, targv, env0, opt.options) : ENOMEM;
-    if (env0)
-        free_task_env(env0);
+    free_task_env(env0, -1);
     return err;
 }
 

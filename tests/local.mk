@@ -200,12 +200,16 @@ TESTS += \
 	tests/integration/cli-options.sh \
 	tests/integration/prefault.sh \
 	tests/integration/python-warm.sh \
+	tests/integration/python-resolve.sh \
+	tests/integration/python-state.sh \
 	tests/integration/python-fallback \
 	tests/integration/preload.sh
 
 EXTRA_DIST += \
 	tests/integration/preload.sh \
 	tests/integration/python-warm.sh \
+	tests/integration/python-resolve.sh \
+	tests/integration/python-state.sh \
 	tests/fixtures/python/probe.py \
 	tests/fixtures/4nodes-2allowed.xml \
 	tests/integration/prefault.sh \

@@ -83,6 +83,14 @@ void zygote_python_after_fork_parent(void)
         after_fork_parent();
 }
 
+/* Before the park: a preloaded module's file (its source, or its
+ * extension object), watched on disk as the libraries are: a change makes
+ * the zygote stale, and its tasks exec'd. */
+EXPORT void pspawn_python_watch(const char *path)
+{
+    zygote_watch_code_file(path);
+}
+
 /* Park inside the interpreter.  Called by the bootstrap with the GIL held
  * (ctypes.PyDLL); returns 1 in each task, after the interpreter's fork
  * hooks have run there (thread state, locks, os.register_at_fork).

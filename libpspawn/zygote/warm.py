@@ -9,7 +9,10 @@
 # interpreter has it; the function's frames are cut from tracebacks.
 
 def _pspawn_warm():
-    import sys, os, gc, ctypes, _signal
+    import sys
+    # What an exec'd interpreter has too before the first line it runs.
+    startup_modules = set(sys.modules)
+    import os, gc, ctypes, _signal
     # Each signal's handler as the interpreter set it up at its start.
     start_handlers = {n: _signal.getsignal(n) for n in range(1, min(_signal.NSIG, 65))}
 
@@ -36,7 +39,27 @@ def _pspawn_warm():
         return {k: v for k, v in environ.items()
                 if k.startswith(('PYTHON', 'LC_')) or k in ('LANG', 'HOME')}
     startup = startup_vars(env)
-    options = sys.orig_argv[1:-2]       # ours: [argv0, options..., -c, this]
+    # ours: [argv0, options..., -c, this] (sys.orig_argv is 3.10's)
+    orig_argv = getattr(sys, 'orig_argv', None)
+    if orig_argv is None:
+        with open('/proc/self/cmdline', 'rb') as f:
+            orig_argv = [os.fsdecode(a) for a in f.read().split(b'\0')[:-1]]
+    options = orig_argv[1:-2]
+
+    def skips_first_line(opts):
+        """Whether OPTS hold -x (alone or among other one-letter options)."""
+        takes_arg = False
+        for o in opts:
+            if takes_arg or not o.startswith('-') or o.startswith('--'):
+                takes_arg = False
+                continue
+            for i, c in enumerate(o[1:]):
+                if c == 'x':
+                    return True
+                if c in 'XWcmQ':
+                    takes_arg = i == len(o) - 2     # its argument is the next one
+                    break
+        return False
 
     # Modules that must never be imported in a zygote: they initialise MPI
     # or a device, or start threads, when imported.
@@ -86,12 +109,15 @@ def _pspawn_warm():
         return os.path.join(cache_dir, '%s-%08x' % (name, zlib.crc32(key.encode()))), key
 
     def read_cache(path, key):
-        """{name: verdict}: 'ok', or why the module is left out."""
+        """{name: [verdict, file]}: the verdict 'ok', 'untried', or why the
+        module is left out; the identity of the file it was learnt from
+        (device:inode:size:mtime), '-' for none."""
         try:
             with open(path, encoding='utf-8') as f:
                 if f.readline().rstrip('\n') != repr(key):
                     return {}
-                return dict(line.rstrip('\n').split(' ', 1)[::-1] for line in f if ' ' in line)
+                return {w[1]: [w[0], w[2] if len(w) > 2 else '-']
+                        for w in (line.rstrip('\n').split(' ') for line in f) if len(w) > 1}
         except (OSError, ValueError):
             return {}
 
@@ -101,13 +127,41 @@ def _pspawn_warm():
             tmp = '%s.%d' % (path, os.getpid())
             with open(tmp, 'w', encoding='utf-8') as f:
                 f.write(repr(key) + '\n')
-                for name, verdict in verdicts.items():
-                    f.write('%s %s\n' % (verdict, name))
+                for name, (verdict, ident) in verdicts.items():
+                    f.write('%s %s %s\n' % (verdict, name, ident))
             os.replace(tmp, path)
         except OSError:
             pass
 
+    def file_of(module):
+        """The file a module's code came from, or None."""
+        spec = getattr(module, '__spec__', None)
+        origin = getattr(spec, 'origin', None)
+        if not isinstance(origin, str) or not getattr(spec, 'has_location', False):
+            return None
+        return origin
+
+    def file_identity(path):
+        try:
+            st = os.stat(path)
+        except (OSError, TypeError, ValueError):
+            return None
+        return '%d:%d:%d:%d' % (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
     # ---- what importing a module left behind -----------------------------
+    def streams_state():
+        """The standard streams as a task rebuilds them: which objects,
+        how they buffer and encode; who holds them (a module's reference
+        would keep the zygote's); the logging handlers there are."""
+        out = []
+        for s in (sys.stdin, sys.stdout, sys.stderr):
+            out.append((id(s), sys.getrefcount(s) if s is not None else 0,
+                        getattr(s, 'line_buffering', None), getattr(s, 'write_through', None),
+                        getattr(s, 'encoding', None), getattr(s, 'errors', None)))
+        logging = sys.modules.get('logging')
+        handlers = len(getattr(getattr(logging, 'root', None), 'handlers', ()))
+        return out, handlers
+
     def process_state():
         maps = set()
         with open('/proc/self/maps') as f:
@@ -115,7 +169,8 @@ def _pspawn_warm():
                 path = line.split(None, 5)[5:]
                 if path and path[0].startswith('/dev/') and not path[0].startswith('/dev/zero'):
                     maps.add(path[0].strip())
-        return (len(os.listdir('/proc/self/task')), set(os.listdir('/proc/self/fd')), maps)
+        return (len(os.listdir('/proc/self/task')), set(os.listdir('/proc/self/fd')), maps,
+                streams_state())
 
     def left_behind(before, after):
         if after[0] > before[0]:
@@ -124,6 +179,13 @@ def _pspawn_warm():
             return 'kept a file descriptor open'
         if after[2] - before[2]:
             return 'mapped a device (%s)' % sorted(after[2] - before[2])[0]
+        (was, was_handlers), (now, now_handlers) = before[3], after[3]
+        if any(a[0] != b[0] or a[2:] != b[2:] for a, b in zip(was, now)):
+            return 'replaced or reconfigured a standard stream'
+        if now_handlers > was_handlers:
+            return 'added a logging handler'
+        if any(b[1] > a[1] for a, b in zip(was, now)):
+            return 'kept a reference to a standard stream'
         return None
 
     def trial(names):
@@ -184,17 +246,38 @@ def _pspawn_warm():
             verdicts = read_cache(cache_file, cache_key)
         except OSError:
             pass
+    # The sys.path the zygote imports with, as an exec'd interpreter has it
+    # before its first line.
+    start_path = list(sys.path)
     if chosen is not None:
         wanted = [m.strip() for m in chosen.split(',') if m.strip()]
     else:
-        wanted = [n for n, v in verdicts.items() if v in ('ok', 'untried')]
-    # Directories the tasks added to sys.path to find them: searched while
-    # importing, then taken out again (each task adds them itself).
-    extra_path = [d for d, v in verdicts.items() if v == 'path' and d not in sys.path]
-    sys.path.extend(extra_path)
+        wanted = [n for n, (v, _) in verdicts.items() if v in ('ok', 'untried')]
     refused = {n: 'is_on_the_deny_list' for n in wanted if denied(n)}
     wanted = [n for n in wanted if n not in refused]
-    untried = [n for n in wanted if verdicts.get(n) != 'ok']
+    untried = [n for n in wanted if verdicts.get(n, ('',))[0] != 'ok']
+    # os.register_at_fork while the modules import: recorded, not
+    # registered.  Their "before" and "after_in_parent" hooks would run in
+    # the zygote at every task it forks (an exec'd task runs none); their
+    # "after_in_child" ones run in each task once it is the task (a
+    # module reseeds or repairs itself there: random does).
+    posix = sys.modules['posix']
+    real_register_at_fork = os.register_at_fork
+    recorded_fork_hooks = []
+    preloading = [True]
+
+    def register_at_fork(*, before=None, after_in_child=None, after_in_parent=None):
+        if not preloading[0]:
+            return real_register_at_fork(before=before, after_in_child=after_in_child,
+                                         after_in_parent=after_in_parent)
+        hooks = (before, after_in_child, after_in_parent)
+        if all(h is None for h in hooks):
+            raise TypeError('At least one argument is required.')
+        for what, h in zip(('before', 'after_in_child', 'after_in_parent'), hooks):
+            if h is not None and not callable(h):
+                raise TypeError("'%s' must be callable, not %s" % (what, type(h).__name__))
+        recorded_fork_hooks.append((before, after_in_child, after_in_parent))
+    os.register_at_fork = posix.register_at_fork = register_at_fork
     if untried:
         refused.update({n: v for n, v in trial(untried).items() if v != 'ok'})
     for name in wanted:
@@ -204,17 +287,41 @@ def _pspawn_warm():
             __import__(name)
         except BaseException as e:
             refused[name] = 'does_not_import_(%s)' % type(e).__name__
-    for d in extra_path:
-        sys.path.remove(d)
+            continue
+        # Learnt from another file than this one (changed between runs):
+        # served now (the zygote has today's), left out from the next run.
+        learnt = verdicts.get(name, (None, '-'))[1]
+        now = file_identity(file_of(sys.modules.get(name)))
+        if learnt != '-' and now != learnt:
+            refused[name] = 'changed_between_runs'
+    preloading[0] = False
+    os.register_at_fork = posix.register_at_fork = real_register_at_fork
     if cache_file and (untried or refused):
         merged = dict(verdicts)
-        merged.update({n: 'ok' for n in wanted if n not in refused})
-        merged.update(refused)
+        merged.update({n: ['ok', file_identity(file_of(sys.modules.get(n))) or '-']
+                       for n in wanted if n not in refused})
+        merged.update({n: [v, merged.get(n, ('', '-'))[1]] for n, v in refused.items()})
         write_cache(cache_file, cache_key, merged)
     for name, why in refused.items():
         debug(env.get('PSPAWN_DEBUG'), 'module %s left out: %s' % (name, why.replace('_', ' ')))
     preloaded = set(sys.modules)
     parked_path = list(sys.path)
+    # What a task's own sys.path must find for the top-level names the
+    # zygote imported that an exec'd interpreter would import itself:
+    # {name: (origin, search locations)}.  A module is never asked again
+    # once it is in sys.modules, so this is checked at the task's start.
+    resolved = {}
+    for name in preloaded - startup_modules:
+        m = sys.modules.get(name)
+        spec = getattr(m, '__spec__', None)
+        if '.' in name or spec is None or getattr(spec, 'name', None) != name:
+            continue    # a submodule (its package decides), or an alias
+        resolved[name] = (spec.origin, list(spec.submodule_search_locations or ()))
+    # Their files, watched on disk from the park on as the libraries are.
+    for name in preloaded - startup_modules:
+        f = file_of(sys.modules.get(name))
+        if f:
+            proxy.pspawn_python_watch(os.fsencode(f))
     from_path0 = zygote_path0 is not None and any(
         (getattr(m, '__file__', None) or '').startswith(os.path.join(zygote_path0 or zygote_cwd, ''))
         for m in list(sys.modules.values()))
@@ -223,30 +330,43 @@ def _pspawn_warm():
                     for s in (sys.__stdin__, sys.__stdout__, sys.__stderr__)]
     learned = []
     task_path0 = [None]
+    task_start_ns = [0]
     import atexit
 
     def learn():
         """At a task's end (atexit, so after the task's own handlers): what
         it imported that its zygote had not, for the next zygote of its
-        script."""
+        script.  Never a module found in a directory the task added to
+        sys.path (the zygote would not search it, and another run may add
+        another), nor one whose file was written while the task ran (it
+        is the task's to write, then import)."""
         if not learned:
             return
         path, key = learned
-        new = [n for n, m in list(sys.modules.items())
-               if n not in preloaded and m is not None and n != '__main__' and
-               not denied(n) and getattr(m, '__spec__', None) is not None and
-               getattr(m.__spec__, 'origin', None) not in ('built-in', 'frozen')]
-        dirs = [d for d in sys.path if d not in parked_path and isinstance(d, str) and d and
-                d != task_path0[0]]
+        dirs = [os.path.join(os.path.abspath(d), '') for d in sys.path
+                if d not in parked_path and isinstance(d, str) and d and d != task_path0[0]]
+        new = {}
+        for n, m in list(sys.modules.items()):
+            if (n in preloaded or m is None or n == '__main__' or denied(n) or
+                    getattr(m, '__spec__', None) is None or
+                    getattr(m.__spec__, 'origin', None) in ('built-in', 'frozen')):
+                continue
+            f = file_of(m)
+            ident = file_identity(f) if f else '-'
+            if f and any(f.startswith(d) for d in dirs):
+                new[n] = ['found_in_a_directory_the_task_added_to_sys.path', ident]
+            elif f and (ident is None or
+                        int(ident.rsplit(':', 1)[1]) >= task_start_ns[0] - 50000000):
+                new[n] = ['written_while_a_task_ran', ident or '-']
+            else:
+                new[n] = ['untried', ident]
         if not new:
             return
         old = read_cache(path, key)
-        if all(n in old for n in new + dirs):
+        if all(n in old for n in new):
             return
-        for d in dirs:
-            old.setdefault(d, 'path')
-        for n in new:
-            old.setdefault(n, 'untried')
+        for n, v in new.items():
+            old.setdefault(n, v)
         write_cache(path, key, old)
 
     atexit.register(learn)
@@ -259,7 +379,7 @@ def _pspawn_warm():
     gc.collect()
     if env.get('PSPAWN_PYTHON_FREEZE') != '0':
         gc.freeze()
-    del verdicts, wanted, untried, refused, chosen, extra_path
+    del verdicts, wanted, untried, refused, chosen
 
     # The signals no preloaded module gave another handler: a task whose
     # caller ignores one of them gets SIG_IGN, as an exec'd interpreter
@@ -268,6 +388,7 @@ def _pspawn_warm():
     proxy.pspawn_python_park(ctypes.c_uint64(own_sigs))
 
     # ==== in a task ========================================================
+    task_start_ns[0] = sys.modules['time'].time_ns()
     # (python.c already ignores them at the system's level.)
     sigign = proxy.pspawn_python_task_sigign() & own_sigs
     for n in start_handlers:
@@ -336,8 +457,24 @@ def _pspawn_warm():
                 source = f.read()
         except OSError:
             exec_instead("its script cannot be read (the interpreter says why)")
-        if not os.path.isfile(path) or source[:2] == b'\x50\x4b' or source[2:4] == b'\r\n':
-            exec_instead('its script is a directory, a zip file or compiled code')
+        # As the interpreter tells them (pymain_run_python, maybe_pyc_file):
+        # a directory or a zip archive (a zipapp, #! line or not) runs its
+        # __main__; a .pyc name or magic number, compiled code.
+        if not os.path.isfile(path):
+            exec_instead('its script is a directory')
+        try:
+            (sys.modules.get('zipimport') or __import__('zipimport')).zipimporter(path)
+            exec_instead('its script is a zip archive (a zipapp)')
+        except (ImportError, OSError):
+            pass
+        magic = sys.modules['_frozen_importlib_external'].MAGIC_NUMBER
+        if path.endswith('.pyc') or source[:2] == magic[:2]:
+            exec_instead('its script is compiled code')
+        if skips_first_line(options):
+            # -x: the first line is not source; its newline stays, so that
+            # line numbers are the file's
+            nl = source.find(b'\n')
+            source = source[nl:] if nl >= 0 else b''
         sys.argv = run
         try:
             learned[:] = identity(SCRIPT, script)
@@ -349,16 +486,42 @@ def _pspawn_warm():
     else:
         module = run[0][2:] or run[1]
         sys.argv = ['-m'] + run[1 if run[0][2:] else 2:]
-    sys.orig_argv = argv
+    if hasattr(sys, 'orig_argv'):
+        sys.orig_argv = argv
     path0 = path0_of(kind, run[0])
     task_path0[0] = path0
     if path0 is not None:
         if from_path0 and (path0 or os.getcwd()) != (zygote_path0 or zygote_cwd):
             exec_instead('a preloaded module came from the directory of the zygote\'s script')
+        # Where an exec'd interpreter has it: first, before what preloaded
+        # modules put in front of it at their import (which stays there).
         if zygote_path0 is None:
-            sys.path.insert(0, path0)
+            at = next((i for i, d in enumerate(sys.path) if start_path and d is start_path[0]),
+                      0)
+            sys.path.insert(at, path0)
         else:
-            sys.path[0] = path0
+            at = next((i for i, d in enumerate(sys.path) if d is zygote_path0), None)
+            if at is None:
+                exec_instead('a preloaded module took the script\'s directory out of sys.path')
+            sys.path[at] = path0
+    # Each preloaded top-level module must be the one the task's sys.path
+    # finds, as an exec'd interpreter would import it.
+    for name, (origin, locations) in resolved.items():
+        spec = None
+        for finder in sys.meta_path:
+            find = getattr(finder, 'find_spec', None)
+            try:
+                spec = find(name, None) if find else None
+            except Exception:
+                spec = None
+                break
+            if spec is not None:
+                break
+        if spec is None or spec.origin != origin or \
+                list(spec.submodule_search_locations or ()) != locations:
+            exec_instead('its sys.path finds %s at %s, not the preloaded %s' %
+                         (name, getattr(spec, 'origin', None), origin))
+    del resolved
 
     if 'time' in sys.modules:
         sys.modules['time'].tzset()
@@ -392,6 +555,33 @@ def _pspawn_warm():
     sys.stdin, sys.stdout, sys.stderr = streams
     sys.__stdin__, sys.__stdout__, sys.__stderr__ = streams
     del streams, buf, raw, s
+
+    # What an exec'd interpreter's modules would have drawn or recorded at
+    # their import, in this process: the hooks the preloaded modules left
+    # for a child run once (random reseeds), in their order, and then all
+    # their hooks registered, for the task's own forks; multiprocessing's
+    # authentication key; the main thread's native id.
+    for before, after_in_child, after_in_parent in recorded_fork_hooks:
+        if after_in_child is None:
+            continue
+        try:
+            after_in_child()
+        except Exception:
+            sys.stderr.write('Exception ignored in: %r\n' % (after_in_child,))
+            __import__('traceback').print_exc()
+    for before, after_in_child, after_in_parent in recorded_fork_hooks:
+        real_register_at_fork(**{k: v for k, v in (('before', before),
+                                                  ('after_in_child', after_in_child),
+                                                  ('after_in_parent', after_in_parent))
+                                 if v is not None})
+    del recorded_fork_hooks
+    mp_process = sys.modules.get('multiprocessing.process')
+    if mp_process is not None:
+        mp_process.current_process()._config['authkey'] = \
+            mp_process.AuthenticationString(os.urandom(32))
+    threading = sys.modules.get('threading')
+    if threading is not None and getattr(threading, '_HAVE_THREAD_NATIVE_ID', False):
+        threading.main_thread()._set_native_id()
 
     def cut(tb):
         while tb is not None and tb.tb_frame.f_code in ours:

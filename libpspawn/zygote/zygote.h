@@ -177,8 +177,12 @@ int zygote_move_high(int fd);
 int zygote_wait(int sock, int extra, int timeout_ms);
 /* Remove our replicas, if any; then _exit(CODE). */
 void zygote_exit(int code) __attribute__((noreturn));
-/* At the park (the root): record and watch the objects we have mapped. */
+/* At the park (the root): record and watch the objects we have mapped,
+ * and the code files named before it (watch.c). */
 void zygote_libraries_watch(void);
+/* Before the park: watch PATH (absolute) too, a file the program read
+ * code from (a warm interpreter's module). */
+void zygote_watch_code_file(const char *path);
 /* The fd that is readable when one may have changed (-1: none). */
 int zygote_libraries_fd(void);
 /* The name of one that was replaced on disk, or NULL.  THOROUGH: without

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -96,5 +97,35 @@ int main(void)
     tap_ok(err == 0 && a == 7 && b == 0 && c == 7, "mixed vector: exits 7, 0, 7 (got %d %d %d)",
            a, b, c);
     pspawn_context_destroy(&ctx);
+
+    /* A preloaded module rewritten while its zygote lives: the next task
+     * runs the new one (the zygote watched the file), never the one the
+     * zygote imported. */
+    char dir[] = "/tmp/pspawn-pywatch.XXXXXX", mod[64];
+    tap_ok(mkdtemp(dir) != NULL, "a directory for the module (%s)", dir);
+    snprintf(mod, sizeof mod, "%s/watchedmod.py", dir);
+    FILE *f = fopen(mod, "w");
+    if (f) {
+        fputs("V = 11\n", f);
+        fclose(f);
+    }
+    setenv("PSPAWN_PRELOAD_MODULES", "watchedmod", 1);
+    setenv("PYTHONPATH", dir, 1);
+    char *wargv[] = { "python3", "-c", "import watchedmod, sys; sys.exit(watchedmod.V)", NULL };
+    err = pspawn_context_create_argv(&ctx, py, wargv, NULL, NULL);
+    rc = err ? -1 : run(&ctx, wargv, NULL, why, sizeof why);
+    tap_ok(rc == 11 && !why[0], "a preloaded module: served warm, exit 11 (got %d; %s)", rc, why);
+    sleep(1);   /* (another mtime, whatever the filesystem's granularity) */
+    f = fopen(mod, "w");
+    if (f) {
+        fputs("V = 12\n", f);
+        fclose(f);
+    }
+    rc = err ? -1 : run(&ctx, wargv, NULL, why, sizeof why);
+    tap_ok(rc == 12, "the module rewritten on disk: the next task runs the new one, exit 12 "
+           "(got %d; %s)", rc, why);
+    pspawn_context_destroy(&ctx);
+    unlink(mod);
+    rmdir(dir);
     return tap_done();
 }

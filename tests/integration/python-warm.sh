@@ -9,13 +9,7 @@
 # warm zygote (pspawn -v, PSPAWN_DEBUG).
 . "${TESTS_SRCDIR:-$(dirname "$0")/../fixtures}/taplib.sh"
 
-py=/usr/bin/python3
-if ! [ -x $py ] || ! $py -c 'import sys; sys.exit(sys.version_info < (3, 8))'; then
-    skip "no CPython 3.8 or later at $py" "warm Python zygote"
-    tap_done
-    exit 0
-fi
-export PSPAWN_CACHE_DIR="$tmp/cache"
+need_python
 probe=$TESTS_SRCDIR/python/probe.py
 cp "$probe" "$tmp/probe.py"
 mkdir -p "$tmp/pkg/probemod"

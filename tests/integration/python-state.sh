@@ -1,0 +1,128 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# python-state.sh - what a module draws or sets up at its import is each
+# warm task's own, as in an exec'd interpreter, once the zygote preloads
+# it: multiprocessing's authentication key, the main thread's native id,
+# os.register_at_fork hooks (never run by the zygote's forks, run by the
+# task's own), random's state, standard streams and logging set up at
+# import.  Each case runs exec'd, then warm, learning then learned.
+. "${TESTS_SRCDIR:-$(dirname "$0")/../fixtures}/taplib.sh"
+
+need_python
+cd "$tmp" || exit 1
+
+# run_both NAME PSPAWN_ARGS...: exec'd into $tmp/x.out, then warm
+# (learning, then learned) into $tmp/w1.out and $tmp/w2.out, each sorted.
+run_both() {
+    "$PSPAWN_BIN" --exec "$@" 2>"$tmp/x.err" | sort >"$tmp/x.out"
+    for i in 1 2; do
+        PSPAWN_DEBUG=1 "$PSPAWN_BIN" -v "$@" 2>"$tmp/w$i.err" | sort >"$tmp/w$i.out"
+    done
+}
+# served FILE: that warm run's tasks came from the warm zygote.
+served() {
+    grep -q 'parked inside Python' "$1" && ! grep -q 'exec fallback\|exec instead' "$1"
+}
+# count PATTERN FILE: lines of FILE matching PATTERN.
+count() { grep -c "$1" "$2"; }
+
+# 1-3. multiprocessing's authkey and the main thread's native id, two
+#      tasks, with multiprocessing learnt.
+cat >mp.py <<'PY'
+import multiprocessing, os, threading
+print("authkey", multiprocessing.current_process().authkey.hex())
+print("native_id is pid", threading.main_thread().native_id == os.getpid())
+PY
+run_both -n 2 -l $py mp.py
+served "$tmp/w2.err" && grep -q 'multiprocessing' "$tmp"/cache/python/mp.py-*
+ok $? "multiprocessing learnt and preloaded, served warm"
+keys() { sed -n 's/.*authkey //p' "$1" | sort -u | wc -l; }
+[ "$(keys "$tmp/x.out")" = 2 ] && [ "$(keys "$tmp/w2.out")" = 2 ]
+ok $? "each task its own multiprocessing authkey (exec'd $(keys "$tmp/x.out"), warm $(keys "$tmp/w2.out") distinct of 2)"
+[ "$(count 'native_id is pid True' "$tmp/w2.out")" = 2 ] &&
+    [ "$(count 'native_id is pid True' "$tmp/x.out")" = 2 ]
+ok $? "threading.main_thread().native_id is the task's pid"
+
+# 4-7. os.register_at_fork at a preloaded module's import.
+cat >hookmod.py <<'PY'
+import os
+calls = []
+os.register_at_fork(before=lambda: calls.append("before"),
+                    after_in_parent=lambda: calls.append("parent"),
+                    after_in_child=lambda: calls.append("child %s" % os.environ.get("PSPAWN_RANK")))
+PY
+cat >hooks.py <<'PY'
+import os, random, hookmod
+print("zygote's hooks seen", [c for c in hookmod.calls if not c.startswith("child")])
+print("child hook at start", sorted(set(c for c in hookmod.calls if c.startswith("child"))))
+start = len(hookmod.calls)
+pid = os.fork()
+if pid == 0:
+    print("in the task's fork child", hookmod.calls[start:], flush=True)
+    os._exit(0)
+os.waitpid(pid, 0)
+print("in the task after its fork", hookmod.calls[start:])
+print("random", random.random())
+PY
+run_both -n 2 -l -p hookmod,random $py hooks.py
+served "$tmp/w2.err"
+ok $? "hookmod and random preloaded (-p), served warm"
+[ "$(count "zygote's hooks seen \[\]" "$tmp/w2.out")" = 2 ]
+ok $? "the zygote ran none of the preloaded module's before/after_in_parent hooks" ||
+    diag_file "$tmp/w2.out" 10
+[ "$(count "child hook at start \['child 0'\]" "$tmp/w2.out")" = 1 ] &&
+    [ "$(count "child hook at start \['child 1'\]" "$tmp/w2.out")" = 1 ]
+ok $? "its after_in_child hook ran once in each task, with the task's environment" ||
+    diag_file "$tmp/w2.out" 10
+grep 'fork' "$tmp/x.out" | sed 's/^ *[0-9]*: //' | sort >"$tmp/x.fork"
+grep 'fork' "$tmp/w2.out" | sed 's/^ *[0-9]*: //' | sort >"$tmp/w.fork"
+[ -s "$tmp/x.fork" ] && cmp -s "$tmp/x.fork" "$tmp/w.fork"
+ok $? "the task's own fork runs the module's hooks as exec'd: $(tr '\n' ' ' <"$tmp/x.fork")" ||
+    diff "$tmp/x.fork" "$tmp/w.fork" | sed 's/^/# /'
+r=$(sed -n 's/.*random //p' "$tmp/w2.out" | sort -u | wc -l)
+[ "$r" = 2 ]
+ok $? "random preloaded: each task draws its own numbers ($r distinct of 2)"
+
+# 8-11. Standard streams and logging set up at a module's import.
+cat >streamhelp.py <<'PY'
+import sys
+sys.stdout.reconfigure(line_buffering=True)
+PY
+printf 'import streamhelp, sys\nprint("line buffered", sys.stdout.line_buffering)\n' >streams.py
+cat >loghelp.py <<'PY'
+import logging, sys
+logging.basicConfig(stream=sys.stdout, format="log: %(message)s")
+PY
+cat >logs.py <<'PY'
+import loghelp, logging, sys
+print("first")
+logging.warning("second")
+print("third")
+sys.stdout.flush()
+PY
+for s in streams logs; do
+    "$PSPAWN_BIN" --exec $py $s.py >"$tmp/x.out" 2>/dev/null
+    for i in 1 2; do
+        PSPAWN_DEBUG=1 "$PSPAWN_BIN" -v $py $s.py >"$tmp/w$i.out" 2>"$tmp/w$i.err"
+    done
+    [ -s "$tmp/x.out" ] && cmp -s "$tmp/x.out" "$tmp/w1.out" && cmp -s "$tmp/x.out" "$tmp/w2.out"
+    ok $? "$s.py: learning and learned, the output as exec'd: $(tr '\n' ' ' <"$tmp/x.out")" ||
+        { diag_file "$tmp/w2.out" 5; diag_file "$tmp/w2.err" 5; }
+    served "$tmp/w2.err"
+    ok $? "$s.py: still served warm (its helper imported by the task)"
+done
+v() { cat "$tmp"/cache/python/* | awk -v m="$1" '$2 == m { print $1 }'; }
+[ "$(v streamhelp)" = replaced_or_reconfigured_a_standard_stream ] &&
+    [ "$(v loghelp)" = added_a_logging_handler ]
+ok $? "the helpers are left out of the zygote, with the reason ($(v streamhelp); $(v loghelp))"
+
+# 15. No task's rank is in the zygote's environment: a module that reads
+#     PSPAWN_RANK at its import, preloaded, sees none (an exec'd task sees
+#     its own; pspawn(1) documents the difference).
+printf 'import os\nAT_IMPORT = os.environ.get("PSPAWN_RANK")\n' >rankmod.py
+printf 'import os, rankmod\nprint("at import", rankmod.AT_IMPORT, "now", os.environ["PSPAWN_RANK"])\n' >rank.py
+PSPAWN_DEBUG=1 "$PSPAWN_BIN" -v -n 2 -l -p rankmod $py rank.py 2>"$tmp/w.err" | sort >"$tmp/w.out"
+served "$tmp/w.err" && [ "$(count 'at import None now [01]$' "$tmp/w.out")" = 2 ]
+ok $? "a preloaded module's import sees no rank (rank 0's before): $(tr '\n' ' ' <"$tmp/w.out")"
+
+tap_done
