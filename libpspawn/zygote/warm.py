@@ -196,6 +196,15 @@ def _pspawn_warm():
         if pid == 0:
             os.close(r)
             try:
+                # What the modules print at import is the zygote's to print
+                # (once), not the trial's as well.
+                for out in (sys.stdout, sys.stderr):
+                    if out is not None:
+                        out.flush()
+                quiet = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(quiet, 1)
+                os.dup2(quiet, 2)
+                os.close(quiet)
                 state = process_state()
                 for name in names:
                     try:

@@ -125,4 +125,17 @@ PSPAWN_DEBUG=1 "$PSPAWN_BIN" -v -n 2 -l -p rankmod $py rank.py 2>"$tmp/w.err" | 
 served "$tmp/w.err" && [ "$(count 'at import None now [01]$' "$tmp/w.out")" = 2 ]
 ok $? "a preloaded module's import sees no rank (rank 0's before): $(tr '\n' ' ' <"$tmp/w.out")"
 
+# 16. A module that prints at its import, learnt: the learning run that
+#     tries it prints once (the zygote's import), not once more from the
+#     trial import.
+printf 'import sys\nprint("printed at import", file=sys.stderr)\n' >printer.py
+printf 'import printer\n' >prints.py
+for i in 1 2 3; do
+    PSPAWN_DEBUG=1 "$PSPAWN_BIN" -v $py prints.py 2>"$tmp/p$i.err" >/dev/null
+done
+n2=$(count 'printed at import' "$tmp/p2.err")
+n3=$(count 'printed at import' "$tmp/p3.err")
+served "$tmp/p3.err" && [ "$n2" = 1 ] && [ "$n3" = 1 ]
+ok $? "an import's output: once per run, the trial's included ($n2 when tried, $n3 after)"
+
 tap_done
