@@ -275,10 +275,14 @@ def _pspawn_warm():
     recorded_fork_hooks = []
     preloading = [True]
 
+    def given(before, after_in_child, after_in_parent):
+        """The hooks as keywords, None left out (the real one refuses it)."""
+        return {k: v for k, v in (('before', before), ('after_in_child', after_in_child),
+                                  ('after_in_parent', after_in_parent)) if v is not None}
+
     def register_at_fork(*, before=None, after_in_child=None, after_in_parent=None):
         if not preloading[0]:
-            return real_register_at_fork(before=before, after_in_child=after_in_child,
-                                         after_in_parent=after_in_parent)
+            return real_register_at_fork(**given(before, after_in_child, after_in_parent))
         hooks = (before, after_in_child, after_in_parent)
         if all(h is None for h in hooks):
             raise TypeError('At least one argument is required.')
@@ -578,11 +582,8 @@ def _pspawn_warm():
         except Exception:
             sys.stderr.write('Exception ignored in: %r\n' % (after_in_child,))
             __import__('traceback').print_exc()
-    for before, after_in_child, after_in_parent in recorded_fork_hooks:
-        real_register_at_fork(**{k: v for k, v in (('before', before),
-                                                  ('after_in_child', after_in_child),
-                                                  ('after_in_parent', after_in_parent))
-                                 if v is not None})
+    for hooks in recorded_fork_hooks:
+        real_register_at_fork(**given(*hooks))
     del recorded_fork_hooks
     mp_process = sys.modules.get('multiprocessing.process')
     if mp_process is not None:

@@ -83,6 +83,26 @@ r=$(sed -n 's/.*random //p' "$tmp/w2.out" | sort -u | wc -l)
 [ "$r" = 2 ]
 ok $? "random preloaded: each task draws its own numbers ($r distinct of 2)"
 
+# A preloaded module that kept register_at_fork (from os import) and
+# registers a hook once the task runs: registered for real, as exec'd.
+cat >laterhook.py <<'PY'
+from os import register_at_fork
+def later():
+    register_at_fork(after_in_child=lambda: print("later hook in the child", flush=True))
+    return "registered"
+PY
+printf 'import os, laterhook
+print(laterhook.later(), flush=True)
+pid = os.fork()
+if pid == 0:
+    os._exit(0)
+os.waitpid(pid, 0)
+' >later.py
+run_both -p laterhook $py later.py
+served "$tmp/w2.err" && [ -s "$tmp/x.out" ] && cmp -s "$tmp/x.out" "$tmp/w2.out"
+ok $? "a hook registered after the park, through a name taken at import: as exec'd ($(tr '\n' ' ' <"$tmp/w2.out"))" ||
+    diag_file "$tmp/w2.err" 8
+
 # 8-11. Standard streams and logging set up at a module's import.
 cat >streamhelp.py <<'PY'
 import sys
