@@ -279,18 +279,30 @@ static void key_for(char *key, size_t len, const char *hash)
     snprintf(key, len, "job.%u.%u.0123456789abcdef.%s", (unsigned)USER_A, jobid, hash);
 }
 
+/* Root as slurmstepd of JOB's STEP, with a state entry for NONCE whose
+ * listener (user A's, in the extern step LEAF) is gone, its socket held
+ * by *HOLDER and its pid taken by a process of user B's: that process,
+ * or 0 where no pid could be placed. */
+static pid_t listener_pid_reused(const char *job, const char *step, const char *nonce,
+                                 char *leaf, size_t leaflen, pid_t *holder)
+{
+    char key[160], name[170];
+    extern_leaf(job, leaf, leaflen);
+    be_stepd(job, step);
+    key_for(key, sizeof key, nonce);
+    snprintf(name, sizeof name, "pspawn-%s", key);
+    state_entry(nonce, key);
+    return take_pid(listener_gone(USER_A, name, leaf, holder), USER_B);
+}
+
 /* Defect: root signalled the pid its connect's SO_PEERCRED gave, the
  * listener's at listen(), which may be gone and reused. */
 static void case_job_end_pid_reused(const char *job)
 {
-    char key[160], name[170], leaf[PATH_MAX];
-    extern_leaf(job, leaf, sizeof leaf);
-    be_stepd(job, "step_extern");
-    key_for(key, sizeof key, "00000000000000ab");
-    snprintf(name, sizeof name, "pspawn-%s", key);
-    state_entry("00000000000000ab", key);
-    pid_t holder, gone = listener_gone(USER_A, name, leaf, &holder);
-    pid_t other = take_pid(gone, USER_B);
+    char leaf[PATH_MAX];
+    pid_t holder;
+    pid_t other = listener_pid_reused(job, "step_extern", "00000000000000ab", leaf, sizeof leaf,
+                                      &holder);
     /* and a zygote of the job, alive in its extern step */
     char key2[160], name2[170];
     key_for(key2, sizeof key2, "00000000000000cd");
@@ -331,14 +343,10 @@ static void case_job_end_pid_reused(const char *job)
 /* The same at eviction (zygotes=1): a step of a new program makes room. */
 static void case_evict_pid_reused(const char *job)
 {
-    char key[160], name[170], leaf[PATH_MAX];
-    extern_leaf(job, leaf, sizeof leaf);
-    be_stepd(job, "step_0");
-    key_for(key, sizeof key, "00000000000000ef");
-    snprintf(name, sizeof name, "pspawn-%s", key);
-    state_entry("00000000000000ef", key);
-    pid_t holder, gone = listener_gone(USER_A, name, leaf, &holder);
-    pid_t other = take_pid(gone, USER_B);
+    char leaf[PATH_MAX];
+    pid_t holder;
+    pid_t other = listener_pid_reused(job, "step_0", "00000000000000ef", leaf, sizeof leaf,
+                                      &holder);
     char *argv[] = { "/bin/true", NULL }, *env[] = { "PATH=/usr/bin:/bin", NULL };
     struct pspawn_job_step s = { .uid = USER_A, .gid = USER_A, .jobid = jobid, .argc = 1,
                                  .argv = argv, .env = env, .options = "", .max_zygotes = 1,
