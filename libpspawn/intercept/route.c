@@ -152,8 +152,9 @@ uint64_t route_program_key(const struct stat *st, char *const envp[])
     pspawn_hash(&h, &st->st_mtim, sizeof st->st_mtim);
     pspawn_hash(&h, &st->st_size, sizeof st->st_size);
     uint64_t vars = 0;
+    const char *ctor_vars = getenv(PSPAWN_ENV_CTOR_VARS);
     for (size_t i = 0; envp && envp[i]; i++)
-        if (pspawn_loader_var(envp[i])) {
+        if (pspawn_loader_var_listed(envp[i], ctor_vars)) {
             uint64_t v = PSPAWN_HASH_INIT;
             pspawn_hash(&v, envp[i], strlen(envp[i]));
             vars += v;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "config.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "hash.h"
@@ -31,8 +32,9 @@ uint64_t pspawn_program_identity(uid_t uid, const char *path, const struct stat 
     if (python && argv && argv[0] && argv[1])
         pspawn_hash(&h, argv[1], strlen(argv[1]) + 1);     /* the script it warms */
     uint64_t vars = 0;
+    const char *ctor_vars = getenv(PSPAWN_ENV_CTOR_VARS);
     for (size_t i = 0; env && env[i]; i++)
-        if (pspawn_loader_var(env[i]) ||
+        if (pspawn_loader_var_listed(env[i], ctor_vars) ||
             (python && (pspawn_python_startup_var(env[i]) ||
                         strncmp(env[i], "PSPAWN_PRELOAD_MODULES=", 23) == 0)))
             vars += entry_hash(env[i]);

@@ -21,7 +21,7 @@ static int listed(const char *kv, const char *list)
     return 0;
 }
 
-int pspawn_loader_var(const char *kv)
+int pspawn_loader_var_listed(const char *kv, const char *ctor_vars)
 {
     if (strncmp(kv, "LD_", 3) == 0)
         return strncmp(kv, "LD_BIND_NOW=", 12) != 0;   /* the zygote binds anyway */
@@ -34,6 +34,10 @@ int pspawn_loader_var(const char *kv)
     /* what the user says other constructors read, and the list itself */
     if (strncmp(kv, PSPAWN_ENV_CTOR_VARS "=", sizeof PSPAWN_ENV_CTOR_VARS) == 0)
         return 1;
-    const char *list = getenv(PSPAWN_ENV_CTOR_VARS);
-    return list && *list && listed(kv, list);
+    return ctor_vars && *ctor_vars && listed(kv, ctor_vars);
+}
+
+int pspawn_loader_var(const char *kv)
+{
+    return pspawn_loader_var_listed(kv, getenv(PSPAWN_ENV_CTOR_VARS));
 }

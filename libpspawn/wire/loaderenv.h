@@ -17,5 +17,8 @@
  * known library's constructor (stdbuf's) or one PSPAWN_CTOR_VARS names:
  * such a variable must be the same in a task as in its zygote. */
 int pspawn_loader_var(const char *kv);
+/* The same with PSPAWN_CTOR_VARS's value given (CTOR_VARS, may be NULL):
+ * for a loop over a whole environment, which then looks it up once. */
+int pspawn_loader_var_listed(const char *kv, const char *ctor_vars);
 
 #endif
