@@ -323,18 +323,17 @@ def _pspawn_warm():
     # zygote imported that an exec'd interpreter would import itself:
     # {name: (origin, search locations)}.  A module is never asked again
     # once it is in sys.modules, so this is checked at the task's start.
+    # Their files are watched on disk from the park on, as the libraries are.
     resolved = {}
     for name in preloaded - startup_modules:
         m = sys.modules.get(name)
+        f = file_of(m)
+        if f:
+            proxy.pspawn_python_watch(os.fsencode(f))
         spec = getattr(m, '__spec__', None)
         if '.' in name or spec is None or getattr(spec, 'name', None) != name:
             continue    # a submodule (its package decides), or an alias
         resolved[name] = (spec.origin, list(spec.submodule_search_locations or ()))
-    # Their files, watched on disk from the park on as the libraries are.
-    for name in preloaded - startup_modules:
-        f = file_of(sys.modules.get(name))
-        if f:
-            proxy.pspawn_python_watch(os.fsencode(f))
     from_path0 = zygote_path0 is not None and any(
         (getattr(m, '__file__', None) or '').startswith(os.path.join(zygote_path0 or zygote_cwd, ''))
         for m in list(sys.modules.values()))
@@ -475,11 +474,14 @@ def _pspawn_warm():
         # __main__; a .pyc name or magic number, compiled code.
         if not os.path.isfile(path):
             exec_instead('its script is a directory')
-        try:
-            (sys.modules.get('zipimport') or __import__('zipimport')).zipimporter(path)
-            exec_instead('its script is a zip archive (a zipapp)')
-        except (ImportError, OSError):
-            pass
+        # (Asked of zipimport only when the end of central directory's
+        # signature is where a zip's would be: a script is not read twice.)
+        if source.rfind(b'PK\x05\x06', max(0, len(source) - 65557)) >= 0:
+            try:
+                (sys.modules.get('zipimport') or __import__('zipimport')).zipimporter(path)
+                exec_instead('its script is a zip archive (a zipapp)')
+            except (ImportError, OSError):
+                pass
         magic = sys.modules['_frozen_importlib_external'].MAGIC_NUMBER
         if path.endswith('.pyc') or source[:2] == magic[:2]:
             exec_instead('its script is compiled code')
