@@ -36,6 +36,7 @@
 #include "procfs.h"
 #include "pspawn.h"
 #include "route.h"
+#include "zygotes.h"
 
 static pid_t launcher = -1;
 
@@ -125,48 +126,13 @@ static int make_scope(void)
     return set_env(ROUTE_ENV_TABLE, table) || set_env(ROUTE_ENV_SCOPE, scope) ? -1 : 0;
 }
 
-/* Whether PID holds a socket bound to one of the scope's names (in
- * INODES, N of them): one of its zygotes. */
-static int holds_scope_socket(pid_t pid, const unsigned long *inodes, size_t n)
-{
-    char dir[64], link[PATH_MAX], target[64];
-    snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    int found = 0;
-    while (d && !found && (e = readdir(d))) {
-        snprintf(link, sizeof link, "%s/%s", dir, e->d_name);
-        ssize_t k = readlink(link, target, sizeof target - 1);
-        unsigned long ino;
-        if (k <= 0 || (target[k] = 0, sscanf(target, "socket:[%lu]", &ino) != 1))
-            continue;
-        for (size_t i = 0; i < n && !found; i++)
-            found = inodes[i] == ino;
-    }
-    if (d)
-        closedir(d);
-    return found;
-}
-
 /* Stop the scope's zygotes among our children (adopted orphans): how
  * many were told to, their pids in PIDS (up to MAX). */
 static size_t stop_zygotes(const char *scope, pid_t *pids, size_t max)
 {
     size_t stopped = 0;
-    char prefix[96], line[512];
-    int plen = snprintf(prefix, sizeof prefix, "@pspawn-i%u.%s.", (unsigned)geteuid(), scope);
-    unsigned long inodes[256];
-    size_t n = 0;
-    FILE *f = fopen("/proc/net/unix", "r");
-    while (f && n < 256 && fgets(line, sizeof line, f)) {
-        unsigned long ino;
-        char path[256];
-        if (sscanf(line, "%*s %*s %*s %*s %*s %*s %lu %255s", &ino, path) == 2 &&
-            !strncmp(path, prefix, (size_t)plen))
-            inodes[n++] = ino;
-    }
-    if (f)
-        fclose(f);
+    unsigned long inodes[SCOPE_SOCKETS_MAX];
+    size_t n = scope_socket_inodes(geteuid(), scope, inodes);
     DIR *d = n ? opendir("/proc") : NULL;
     struct dirent *e;
     while (d && (e = readdir(d))) {

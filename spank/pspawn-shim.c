@@ -366,7 +366,7 @@ static pid_t request_task(int sock, const char *path, char **targv, int job, int
      * cannot join: it leads a group of its own, as task 0 of a plain step
      * does (a kill(0) of one task reaches no other step's). */
     int err = pspawn_standin_send(sock, targv, shim.token, sig_pipe, 2, hold,
-                                  REQ_HOLD | (job ? REQ_SETPGROUP : 0), 0);
+                                  REQ_HOLD | (job ? REQ_SETPGROUP : 0), 0, -1);
     if (err) {
         char why[160];
         if (err == EMFILE)

@@ -201,7 +201,7 @@ TESTS += \
 	tests/integration/prefault.sh \
 	tests/integration/python-warm.sh \
 	tests/integration/python-resolve.sh \
-	tests/integration/python-state.sh \
+	tests/integration/python-state.sh tests/integration/python-frames.sh \
 	tests/integration/python-fallback \
 	tests/integration/preload.sh
 
@@ -209,12 +209,12 @@ EXTRA_DIST += \
 	tests/integration/preload.sh \
 	tests/integration/python-warm.sh \
 	tests/integration/python-resolve.sh \
-	tests/integration/python-state.sh \
+	tests/integration/python-state.sh tests/integration/python-frames.sh \
 	tests/fixtures/python/probe.py \
 	tests/fixtures/4nodes-2allowed.xml \
 	tests/integration/prefault.sh \
 	tests/fixtures/taplib.sh \
-	tests/e2e/host-slurm.sh \
+	tests/e2e/host-slurm.sh tests/python/older.sh \
 	tests/integration/standin.sh \
 	tests/integration/parity.sh \
 	tests/integration/parity-fanout.sh \
@@ -306,9 +306,9 @@ tests_fixtures_intercept_task_SOURCES = tests/fixtures/intercept-task.c
 tests_fixtures_intercept_task_CFLAGS = $(launched_cflags_common)
 tests_fixtures_intercept_task_LDFLAGS =
 TESTS += tests/integration/intercept.sh tests/integration/intercept-launchers.sh \
-	tests/integration/intercept-leftovers.sh
+	tests/integration/intercept-leftovers.sh tests/integration/intercept-session.sh
 EXTRA_DIST += tests/integration/intercept.sh tests/integration/intercept-launchers.sh \
-	tests/integration/intercept-leftovers.sh
+	tests/integration/intercept-leftovers.sh tests/integration/intercept-session.sh
 
 # The launch session (pspawn_session_*): asynchronous submit, the fd,
 # per-task states, cancel, zygotes killed mid-session, 10,000 tasks.

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
@@ -169,6 +170,8 @@ int pspawn_child_setup(struct child_setup *s)
         return err;
     if ((err = apply_actions(s)))
         return err;
+    if ((s->flags & REQ_CTTY) && ioctl(s->ctty_fd, TIOCSCTTY, 0) < 0)
+        return errno;
     for (int i = 0; i < s->nrlimits; i++) {
         struct rlimit rl = { s->rlimits[i].cur, s->rlimits[i].max };
         if (setrlimit(s->rlimits[i].resource, &rl) < 0)

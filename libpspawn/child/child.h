@@ -37,6 +37,7 @@ struct child_setup {
     unsigned flags;         /* REQ_* */
     mode_t umask;
     pid_t pgroup;
+    int ctty_fd;            /* REQ_CTTY: after the fds are in place */
     int nice;
     int sched_policy, sched_priority;
     int mempolicy;                      /* REQ_MEMPOLICY: mode | flags */

@@ -27,7 +27,8 @@
  *  - kill(): a launcher's kill() of one of its stand-ins goes as
  *    sigqueue() with a mark, so that the stand-in passes it on, while a
  *    signal to the process group (which reaches the task itself) is not
- *    passed on twice.
+ *    passed on twice.  A SIGSTOP, which no process can catch, is sent to
+ *    the stand-in's task too, from here (the table has its pid).
  *  - wait, waitpid, wait3, wait4, waitid (reap.c): a reaped stand-in
  *    leaves the scope's set, and a measured child gives its spawn site
  *    its run time; what the launcher sees is unchanged.
@@ -497,6 +498,12 @@ EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_act
 EXPORT int kill(pid_t pid, int sig)
 {
     if (pid > 0 && route_standin_is(pid)) {
+        /* SIGSTOP cannot be caught, so the stand-in cannot pass it on:
+         * its task gets it from here, first (SIGCONT, which can be, it
+         * passes on itself once it runs again). */
+        pid_t task = sig == SIGSTOP ? route_standin_task(pid) : 0;
+        if (task > 0)
+            cfg.kill(task, SIGSTOP);
         union sigval mark = { .sival_int = PSPAWN_KILL_MARK };
         return sigqueue(pid, sig, mark);
     }

@@ -258,6 +258,7 @@ void route_standin_remove(pid_t pid)
 {
     int at = standin_slot(pid);
     if (at >= 0) {
+        __atomic_store_n(&route_table->standin_task[at], 0, __ATOMIC_RELEASE);
         int32_t expect = (int32_t)pid;
         __atomic_compare_exchange_n(&route_table->standin[at], &expect, 0, 0, __ATOMIC_ACQ_REL,
                                     __ATOMIC_ACQUIRE);
@@ -267,4 +268,17 @@ void route_standin_remove(pid_t pid)
 int route_standin_is(pid_t pid)
 {
     return standin_slot(pid) >= 0;
+}
+
+void route_standin_set_task(pid_t pid, pid_t task)
+{
+    int at = standin_slot(pid);
+    if (at >= 0)
+        __atomic_store_n(&route_table->standin_task[at], (int32_t)task, __ATOMIC_RELEASE);
+}
+
+pid_t route_standin_task(pid_t pid)
+{
+    int at = standin_slot(pid);
+    return at >= 0 ? __atomic_load_n(&route_table->standin_task[at], __ATOMIC_ACQUIRE) : 0;
 }

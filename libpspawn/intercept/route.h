@@ -84,6 +84,7 @@ struct route_shared {
     int32_t base_nice;      /* its nice: a long child's is this + N, never more */
     struct route_program program[ROUTE_PROGRAMS];
     int32_t standin[ROUTE_STANDINS];    /* pids; 0: free */
+    int32_t standin_task[ROUTE_STANDINS];   /* each one's task, once it has one */
     struct route_child child[ROUTE_CHILDREN];
 };
 
@@ -115,5 +116,9 @@ uint32_t route_program_verdict(int fd, const struct stat *st);
 void route_standin_add(pid_t pid);
 void route_standin_remove(pid_t pid);
 int route_standin_is(pid_t pid);
+/* Stand-in PID's task (set before the task runs, cleared before the
+ * stand-in leaves the set), or 0. */
+void route_standin_set_task(pid_t pid, pid_t task);
+pid_t route_standin_task(pid_t pid);
 
 #endif

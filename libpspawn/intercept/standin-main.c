@@ -18,18 +18,21 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "hash.h"
@@ -44,6 +47,8 @@
 extern char **environ;
 
 static int debug;
+/* The controlling terminal we gave up for our task (its fd), or -1. */
+static int ctty_given = -1;
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...)
@@ -66,6 +71,9 @@ static void __attribute__((noreturn)) exec_plain(const char *path, char **argv, 
 {
     if (why)
         say("plain exec of %s: %s", path, why);
+    /* Ours again: no task took it. */
+    if (ctty_given >= 0 && ioctl(ctty_given, TIOCSCTTY, 0) < 0)
+        say("could not take back the controlling terminal: %s", strerror(errno));
     route_standin_remove(getpid());
     execve(path, argv, environ);
     int e = errno;
@@ -233,6 +241,51 @@ static void inspect_or_exec(const char *path, char **argv, struct program *prog)
     }
 }
 
+/* A session leader with a controlling terminal (the child of script, of
+ * Python's pty.spawn, of an sshd session): its task is to lead a session
+ * with that terminal, as the program exec'd would have kept it.  A
+ * terminal is one session's, so we give it up (TIOCNOTTY, which sends our
+ * foreground group, us alone, a SIGHUP and a SIGCONT) and the task takes it once it leads its own (REQ_CTTY).  It must be at
+ * one of fds 0-2, which the task gets at the same numbers: that fd, or -1
+ * when we have no terminal.  Any other case is exec'd. */
+static int give_up_ctty(const char *path, char **argv)
+{
+    int tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (tty < 0)
+        return -1;
+    close(tty);
+    /* TIOCGSID answers only for the caller's controlling terminal. */
+    int at = -1;
+    for (int fd = 0; fd <= 2 && at < 0; fd++)
+        if (tcgetsid(fd) == getpid())
+            at = fd;
+    if (at < 0)
+        exec_plain(path, argv, "its controlling terminal is none of fds 0-2");
+    if (tcgetpgrp(at) != getpgrp())
+        exec_plain(path, argv, "its terminal's foreground process group is another's");
+    /* That SIGHUP comes from us (SI_USER, our pid: the kernel sends it on
+     * behalf of the ioctl's caller), and is taken here, blocked, so that
+     * neither we nor, if we exec after all, the program get it; one that
+     * someone else sent meanwhile is sent again. */
+    sigset_t hup, mask;
+    sigemptyset(&hup);
+    sigaddset(&hup, SIGHUP);
+    sigprocmask(SIG_BLOCK, &hup, &mask);
+    int r = ioctl(at, TIOCNOTTY);
+    siginfo_t si;
+    const struct timespec now = { 0, 0 };
+    int resend = 0;
+    while (sigtimedwait(&hup, &si, &now) == SIGHUP)
+        resend |= !(si.si_code == SI_USER && si.si_pid == getpid());
+    if (resend)
+        kill(getpid(), SIGHUP);
+    sigprocmask(SIG_SETMASK, &mask, NULL);
+    if (r < 0)
+        exec_plain(path, argv, "its controlling terminal could not be handed on");
+    ctty_given = at;
+    return at;
+}
+
 /* Send our task's request on SOCK (held, bound to us, in our process
  * group or, NEW_SESSION, a session of its own), check the zygote's hello,
  * and wait for its pid (*SETUP: its setup pipe); exec where any fails. */
@@ -243,9 +296,11 @@ static pid_t request_task(int sock, const char *path, char **argv, const char *s
     /* The task joins our process group, as it would be after exec (the
      * zygote shares our session: our session is in its name), or leads a
      * session of its own as we do; it dies with us if we are killed. */
+    int ctty = new_session ? give_up_ctty(path, argv) : -1;
     int err = pspawn_standin_send(sock, argv, scope, NULL, 0, hold,
                                   REQ_HOLD | REQ_STANDIN_BOUND |
-                                  (new_session ? REQ_SETSID : REQ_SETPGROUP), getpgrp());
+                                  (new_session ? REQ_SETSID : REQ_SETPGROUP) |
+                                  (ctty >= 0 ? REQ_CTTY : 0), getpgrp(), ctty);
     if (err) {
         char why[160];
         snprintf(why, sizeof why, err == EMFILE ? "more inherited fds than a request passes"
@@ -329,6 +384,9 @@ int main(int argc, char **argv)
     int setup;
     pid_t task = request_task(sock, path, argv, scope, &client, new_session, wait_ms, &hold,
                               &setup);
+    /* For a launcher's SIGSTOP of us, which we could not pass on: set
+     * while the task is held, cleared when we leave the scope's set. */
+    route_standin_set_task(getpid(), task);
     /* Held, the task cannot have exited: this pidfd is its own.  It is
      * released at once, before its setup is through (it runs its program
      * only once that has succeeded): it need not wait for us to be

@@ -81,6 +81,7 @@ static void put_call_state(struct wire_request *w, const struct call *c, pid_t p
     w->flags = c->flags;
     w->umask = c->umask;
     w->pgroup = c->pgroup;
+    w->ctty_fd = c->ctty_fd;
     if (pgroup > 0) {
         w->flags |= REQ_SETPGROUP;
         w->pgroup = pgroup;

@@ -96,11 +96,34 @@ static char *format(const char *fmt, ...)
     return n < 0 ? NULL : s;
 }
 
+/* Whether ENTRY (NAME=VALUE) is one that launchers give each task of a
+ * job its own value of: a rank.  The zygote that the first task's launch
+ * starts must not carry that task's, for its constructors (and a warm
+ * interpreter's imports) to read as every task's: they see none.  One
+ * that PSPAWN_CTOR_VARS lists is kept (it is in the zygote's key: each
+ * value gets a zygote of its own). */
+static int per_task_var(const char *entry, const char *ctor_vars)
+{
+    static const char *const names[] = {
+        "PSPAWN_RANK", "PSPAWN_SIZE", "PSPAWN_LOCAL_RANK",
+        "SLURM_PROCID", "SLURM_LOCALID", "SLURM_TASK_PID",
+        "PMI_RANK", "PMIX_RANK", "MPI_LOCALRANKID",
+        "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_NODE_RANK",
+        "MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_LOCAL_RANK", "PALS_RANKID", "PALS_LOCAL_RANKID",
+    };
+    size_t len = strcspn(entry, "=");
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strlen(names[i]) == len && !strncmp(entry, names[i], len))
+            return !pspawn_loader_var_listed(entry, ctor_vars);
+    return 0;
+}
+
 /* The zygote's environment: the caller's, with the proxy appended to its
- * LD_PRELOAD, lazy binding done at load, and the user's values of both
- * kept so the proxy can put them back before main. */
+ * LD_PRELOAD, lazy binding done at load, the user's values of both kept
+ * so the proxy can put them back before main, and no task's rank. */
 char **pspawn_zygote_environ(const char *const extra[], char *const base[], int record)
 {
+    const char *ctor_vars = getenv(PSPAWN_ENV_CTOR_VARS);
     char *const *src = base ? base : environ;
     size_t n = 0, nextra = 0;
     while (src && src[n])
@@ -122,7 +145,7 @@ char **pspawn_zygote_environ(const char *const extra[], char *const base[], int 
             user_preload = src[i] + 11;
         else if (strncmp(src[i], "LD_BIND_NOW=", 12) == 0)
             user_bindnow = src[i] + 12;
-        else if (strncmp(src[i], "PSPAWN_ZYGOTE_", 14) != 0)
+        else if (strncmp(src[i], "PSPAWN_ZYGOTE_", 14) != 0 && !per_task_var(src[i], ctor_vars))
             env[k++] = strdup(src[i]);
     }
     const char *proxy = pspawn_proxy_path();

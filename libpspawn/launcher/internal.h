@@ -173,6 +173,7 @@ struct call {
     char cwd[PATH_MAX];
     mode_t umask;
     pid_t pgroup;
+    int ctty_fd;                    /* REQ_CTTY */
     int nice;
     int sched_policy, sched_priority;
     int mempolicy;                  /* REQ_MEMPOLICY */
@@ -329,9 +330,10 @@ int pspawn_standin_wait_ms(void);
  * task waits for pspawn_standin_go), REQ_SETSID (it leads a session of
  * its own), REQ_SETPGROUP (it joins process group PGROUP, 0: one of its own),
  * REQ_STANDIN_BOUND (the zygote kills the task should this stand-in
- * vanish before it), or 0. */
+ * vanish before it), REQ_CTTY with REQ_SETSID (the task takes the terminal
+ * at its fd CTTY_FD, 0-2, as its controlling terminal), or 0. */
 int pspawn_standin_send(int sock, char **argv, const char *token, const int *skip, int nskip,
-                        struct pspawn_hold *hold, unsigned flags, pid_t pgroup);
+                        struct pspawn_hold *hold, unsigned flags, pid_t pgroup, int ctty_fd);
 
 /* standin-wait.c: a stand-in's life once its request is sent. */
 /* recv() of one message within MS ms: -1 with ETIMEDOUT after that. */

@@ -530,7 +530,7 @@ static int skipped(int fd, const int *skip, int nskip)
 }
 
 int pspawn_standin_send(int sock, char **argv, const char *token, const int *skip, int nskip,
-                        struct pspawn_hold *hold, unsigned flags, pid_t pgroup)
+                        struct pspawn_hold *hold, unsigned flags, pid_t pgroup, int ctty_fd)
 {
     struct call *c = calloc(1, sizeof *c);
     if (!c)
@@ -568,7 +568,8 @@ int pspawn_standin_send(int sock, char **argv, const char *token, const int *ski
         return err;
     }
     c->flags |= flags & REQ_HOLD;
-    c->flags |= flags & (REQ_STANDIN_BOUND | REQ_SETSID);
+    c->flags |= flags & (REQ_STANDIN_BOUND | REQ_SETSID | REQ_CTTY);
+    c->ctty_fd = ctty_fd;
     if (flags & REQ_SETPGROUP) {
         c->flags |= REQ_SETPGROUP;
         c->pgroup = pgroup;     /* 0: its own */

@@ -286,8 +286,19 @@ int pspawn_topology_groups(const struct pspawn_options *o, int whole, struct psp
         helper = PSPAWN_TOPOLOGY_HELPER;
     char *argv[] = { (char *)helper, (char *)(whole ? "--whole" : "--bound"), text, NULL };
     pid_t pid;
+    /* Our environment, without what is preloaded into our programs (an
+     * interception scope's library, a profiler): the helper needs none
+     * of it, and the scope must not count it as one of its launchers. */
     extern char **environ;
-    int err = posix_spawn(&pid, helper, &fa, NULL, argv, environ);
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **env = calloc(n + 1, sizeof *env);
+    for (size_t i = 0, k = 0; env && i < n; i++)
+        if (strncmp(environ[i], "LD_PRELOAD=", 11) != 0)
+            env[k++] = environ[i];
+    int err = env ? posix_spawn(&pid, helper, &fa, NULL, argv, env) : ENOMEM;
+    free(env);
     posix_spawn_file_actions_destroy(&fa);
     close(out[1]);
     size_t cap = 1 << 16, len = 0;

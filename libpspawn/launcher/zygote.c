@@ -197,6 +197,10 @@ void pspawn_zygote_refusal(char *buf, size_t size, int status, int detail)
     case ZYGOTE_PYTHON_REFUSED:
         snprintf(buf, size, "%s", detail == PYTHON_TOO_OLD
                  ? "Python interpreter older than 3.8: it cannot be kept warm"
+                 : detail == PYTHON_IMPORTS_SHOWN
+                 ? "the interpreter shows what its tasks import or allocate (-X importtime, "
+                   "-X tracemalloc, PYTHONPROFILEIMPORTTIME or PYTHONTRACEMALLOC): modules "
+                   "imported ahead would be missing from it"
                  : "the warm Python zygote's bootstrap failed (its error is on the zygote's "
                    "standard error; python=off parks it before main)");
         break;

@@ -26,6 +26,7 @@ uint64_t pspawn_program_identity(uid_t uid, const char *path, const struct stat 
     pspawn_hash(&h, &st->st_dev, sizeof st->st_dev);
     pspawn_hash(&h, &st->st_ino, sizeof st->st_ino);
     pspawn_hash(&h, &st->st_mtim, sizeof st->st_mtim);
+    pspawn_hash(&h, &st->st_ctim, sizeof st->st_ctim);   /* a write that kept the mtime (cp -p) */
     pspawn_hash(&h, options ? options : "", options ? strlen(options) + 1 : 1);
     const char *slash = strrchr(path, '/');
     int python = strncmp(slash ? slash + 1 : path, "python", 6) == 0;

@@ -119,6 +119,8 @@ enum zygote_status {
 enum python_refusal {
     PYTHON_TOO_OLD = 1,         /* before 3.8: no sys.orig_argv, no PyOS_AfterFork_Child */
     PYTHON_BOOTSTRAP = 2,       /* the bootstrap failed (its error is on the zygote's stderr) */
+    PYTHON_IMPORTS_SHOWN = 3,   /* -X importtime or -X tracemalloc: a task shows what it
+                                 * imports, which preloading would change */
 };
 
 #define READY_PYTHON 0x1        /* zygote_ready.flags: parked inside a Python interpreter */
@@ -253,6 +255,12 @@ struct wire_rlimit {
  * before the task has ended (the stand-in was killed), the zygote kills
  * the task (SIGKILL).  The interception library's stand-ins ask this. */
 #define REQ_STANDIN_BOUND 0x10000u
+/* With REQ_SETSID: the task makes the terminal open at its fd ctty_fd
+ * (0, 1 or 2) its controlling terminal once it leads its session, as a
+ * session leader that execs keeps its own.  A stand-in that led a session
+ * with that terminal gave it up for its task (a terminal is one
+ * session's). */
+#define REQ_CTTY        0x20000u
 
 /* Process attributes read with pspawn_procstate_get(): -1 where the
  * kernel has none (PR_GET_MDWE before Linux 6.3). */
@@ -297,6 +305,8 @@ struct wire_request {
     unsigned char cpuset[PSPAWN_CPUSET_BYTES];
     unsigned char nodemask[PSPAWN_NODEMASK_BYTES];  /* if REQ_MEMPOLICY */
     char token[PSPAWN_TOKEN_LEN];   /* stand-in mode */
+    int32_t ctty_fd;        /* REQ_CTTY */
+    uint32_t pad;
 };
 
 /* STANDIN_HELLO: the stand-in zygote's first message on each connection,

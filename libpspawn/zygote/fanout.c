@@ -356,6 +356,12 @@ static int prepare_exec(struct sub_exec *x, int chan, const struct wire_group *g
         x->setup.mempolicy = MPOL_PREFERRED;
         x->setup.nodemask = x->nodemask;
     }
+    /* In the directory the root was started in (it parks in "/"): its
+     * constructors run there, and a relative file name resolves. */
+    if (parked.cwd_released) {
+        x->setup.flags |= REQ_CWD;
+        x->setup.cwd = parked.cwd;
+    }
     /* As the root was: the file name the kernel was given (its base name is
      * the comm, it is AT_EXECFN; for a #! script, the script), with argv
      * that name alone, as the launcher gives it. */

@@ -493,6 +493,12 @@ struct task_start zygote_park(void)
     }
     if (parked.pip_wanted)
         zygote_pip_prepare();
+    /* A parked zygote holds no directory: an exec'd task's working
+     * directory is held only while it runs, so a umount after the tasks
+     * must not find it busy.  Each task changes into its own (the
+     * request's, else the one we were started in, by name). */
+    if (parked.cwd[0] == '/' && chdir("/") == 0)
+        parked.cwd_released = 1;
     return parked.listen_name ? zygote_serve_standin() : zygote_serve();
 }
 

@@ -84,7 +84,8 @@ static int request_fits(const struct wire_request *w, const char *base, size_t s
         w->ntasks * sizeof(struct wire_task) > size - w->tasks ||
         w->actions > size || w->nactions * sizeof(struct wire_action) > size - w->actions ||
         w->rlimits > size || w->nrlimits * sizeof(struct wire_rlimit) > size - w->rlimits ||
-        w->cwd >= size || !memchr(base + w->cwd, 0, size - w->cwd))
+        w->cwd >= size || !memchr(base + w->cwd, 0, size - w->cwd) ||
+        ((w->flags & REQ_CTTY) && (!(w->flags & REQ_SETSID) || w->ctty_fd < 0 || w->ctty_fd > 2)))
         return 0;
     return 1;
 }
@@ -141,8 +142,8 @@ static int parse_rlimits(const struct wire_request *w, const char *base, int *nr
 static int state_flags(const struct wire_request *w, const char *base, unsigned *flags,
                        int *detail)
 {
-    *flags = w->flags & (REQ_SETSID | REQ_SETPGROUP);
-    if ((w->flags & REQ_CWD) && strcmp(base + w->cwd, parked.cwd) != 0)
+    *flags = w->flags & (REQ_SETSID | REQ_SETPGROUP | REQ_CTTY);
+    if (parked.cwd_released || ((w->flags & REQ_CWD) && strcmp(base + w->cwd, parked.cwd) != 0))
         *flags |= REQ_CWD;
     if (w->flags & REQ_UMASK) {
         int what = ctor_state(w->umask != parked.base.umask, parked.umask != parked.base.umask,
@@ -204,13 +205,14 @@ int zygote_parse_request(const char *base, size_t size, int *fds, int nfds, cons
         .flags = flags,
         .umask = (mode_t)w->umask,
         .pgroup = w->pgroup,
+        .ctty_fd = w->ctty_fd,
         .nice = w->nice,
         .sched_policy = w->sched_policy,
         .sched_priority = w->sched_priority,
         .mempolicy = w->mempolicy,
         .nodemask = w->nodemask,
         .proc = ps,
-        .cwd = base + w->cwd,
+        .cwd = (w->flags & REQ_CWD) ? base + w->cwd : parked.cwd,
         .cpuset = (w->flags & REQ_CPUSET) && memcmp(w->cpuset, parked.cpuset, sizeof parked.cpuset)
                       ? w->cpuset : NULL,
         .rlimits = req_rlimits,

@@ -2,13 +2,12 @@
 /*
  * The warm Python zygote's C side.  A zygote whose program turns out to be
  * a CPython interpreter (and whose launcher allows it) does not park before
- * main: it runs the interpreter with its options and the bootstrap
- * (warm.py), which imports the preload modules and then calls
- * pspawn_python_park().  That is the same park and the same serving as
- * before main, with os.fork's interpreter hooks around each clone.  In a
- * task, the call returns 1 and the bootstrap makes the interpreter the
- * task's.  The functions the bootstrap calls (through ctypes) are the
- * proxy's only exports besides __libc_start_main.
+ * main: python-embed.c starts the interpreter itself and runs the
+ * bootstrap (warm-learn.py, warm.py), which imports the preload modules;
+ * then the zygote parks here: the same park and the same serving as before
+ * main, with os.fork's interpreter hooks around each clone.  The functions
+ * the bootstrap calls (through ctypes) are the proxy's only exports
+ * besides __libc_start_main.
  */
 #include "config.h"
 
@@ -26,11 +25,6 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-/* The bootstrap's source, made from warm.py at build time. */
-static const char warm_py[] =
-#include "warm.inc"
-    ;
-
 static int find_pool(struct dl_phdr_info *info, size_t size, void *data);
 static void (*before_fork)(void), (*after_fork_parent)(void), (*after_fork_child)(void);
 static struct task_start task;
@@ -45,30 +39,11 @@ int zygote_python_detect(void)
     return dlsym(RTLD_DEFAULT, "Py_BytesMain") && dlsym(RTLD_DEFAULT, "PyOS_AfterFork_Child");
 }
 
-int zygote_python_main(int argc, char **argv, char **envp)
+void zygote_python_find_fork_hooks(void)
 {
-    /* Only the interpreter's options: never what a task would run (the
-     * kernel puts a #! script's path after them). */
-    int end;
-    pspawn_python_split(argv, &end);
-    if (end > 1 && strcmp(argv[end - 1], "--") == 0)
-        end--;
-    if (end > argc)
-        end = argc;
-    char **v = calloc((size_t)end + 3, sizeof *v);
-    if (!v)
-        _exit(127);
-    memcpy(v, argv, (size_t)end * sizeof *v);
-    v[end] = (char *)"-c";
-    v[end + 1] = (char *)warm_py;
     before_fork = (void (*)(void))dlsym(RTLD_DEFAULT, "PyOS_BeforeFork");
     after_fork_parent = (void (*)(void))dlsym(RTLD_DEFAULT, "PyOS_AfterFork_Parent");
     after_fork_child = (void (*)(void))dlsym(RTLD_DEFAULT, "PyOS_AfterFork_Child");
-    /* The interpreter ends here only if the bootstrap did not park. */
-    int rc = parked.real_main(end + 2, v, envp);
-    if (!parked.python_warm && parked.sock >= 0)
-        zygote_send_ready(parked.sock, ZYGOTE_PYTHON_REFUSED, PYTHON_BOOTSTRAP);
-    _exit(rc);
 }
 
 void zygote_python_before_fork(void)
@@ -91,12 +66,7 @@ EXPORT void pspawn_python_watch(const char *path)
     zygote_watch_code_file(path);
 }
 
-/* Park inside the interpreter.  Called by the bootstrap with the GIL held
- * (ctypes.PyDLL); returns 1 in each task, after the interpreter's fork
- * hooks have run there (thread state, locks, os.register_at_fork).
- * OWN_SIGS: the signals whose Python handler is still the one the
- * interpreter set up at its start. */
-EXPORT int pspawn_python_park(uint64_t own_sigs)
+void zygote_python_park(uint64_t own_sigs)
 {
     parked.python_warm = 1;
     interpreter_sigs = own_sigs;
@@ -104,7 +74,6 @@ EXPORT int pspawn_python_park(uint64_t own_sigs)
     task = zygote_park();
     if (after_fork_child)
         after_fork_child();
-    return 1;
 }
 
 /* In a task, before its release (async-signal-safe): an exec'd
@@ -156,20 +125,6 @@ EXPORT char **pspawn_python_task_argv(void)
 EXPORT const char *pspawn_python_exec_path(void)
 {
     return (const char *)getauxval(AT_EXECFN);
-}
-
-/* An exec'd interpreter that ends on an uncaught KeyboardInterrupt kills
- * itself with SIGINT once it has finalized, so that its parent sees it
- * die of the signal. */
-static void die_by_sigint(void)
-{
-    signal(SIGINT, SIG_DFL);
-    kill(getpid(), SIGINT);
-}
-
-EXPORT void pspawn_python_exit_by_sigint(void)
-{
-    atexit(die_by_sigint);
 }
 
 /* ---- thread pools --------------------------------------------------------

@@ -1,29 +1,41 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# The warm Python zygote's bootstrap.  libpspawn's proxy runs it as
-# `python3 [the tasks' interpreter options] -c <this file>` in place of the
-# program's own start (python.c).  It imports the preload modules, freezes
-# what it made for the garbage collector, and parks.  In each task it makes
+# The warm Python zygote's bootstrap, its second part (after
+# warm-learn.py).  libpspawn's proxy starts the interpreter with the tasks'
+# interpreter options and runs both in a namespace of their own
+# (python-embed.c), in place of the program's own start; then it calls
+# _pspawn_prepare, which imports the preload modules,
+# freezes what it made for the garbage collector, and returns the function
+# that each task calls once the proxy has parked and forked it: it makes
 # the interpreter what an exec'd `python3 ...` of the task's command line
-# would be, then runs the task's __main__ as the interpreter would.
-# Everything lives in one function, so that __main__ stays as a new
-# interpreter has it; the function's frames are cut from tracebacks.
+# would be, and returns what to run (the proxy runs it, with no frame of
+# ours under the task's __main__, and ends as the interpreter would).
+# __main__ stays as a new interpreter has it.
 
-def _pspawn_warm():
+def _pspawn_flush():
+    # What the interpreter does once a script has run, before it reports
+    # an error (flush_io in Python/pythonrun.c).
+    import sys
+    for s in (sys.stderr, sys.stdout):
+        try:
+            s.flush()
+        except BaseException:
+            pass
+
+
+def _pspawn_prepare(options_b):
     import sys
     # What an exec'd interpreter has too before the first line it runs.
     startup_modules = set(sys.modules)
-    import os, gc, ctypes, _signal
+    import os, gc, ctypes, _signal, time
     # Each signal's handler as the interpreter set it up at its start.
     start_handlers = {n: _signal.getsignal(n) for n in range(1, min(_signal.NSIG, 65))}
 
-    ours = {sys._getframe(0).f_code, sys._getframe(1).f_code}
     main_dict = sys.modules['__main__'].__dict__
-    del main_dict['_pspawn_warm']
     proxy = ctypes.PyDLL(None)
     proxy.pspawn_python_task_argv.restype = ctypes.POINTER(ctypes.c_char_p)
     proxy.pspawn_python_exec_path.restype = ctypes.c_char_p
     proxy.pspawn_python_task_sigign.restype = ctypes.c_uint64
-    SCRIPT, COMMAND, MODULE = 0, 1, 2
+    SCRIPT, COMMAND, MODULE = _SCRIPT, _COMMAND, _MODULE
     if sys.version_info < (3, 8):
         proxy.pspawn_python_refuse(1)
 
@@ -39,12 +51,8 @@ def _pspawn_warm():
         return {k: v for k, v in environ.items()
                 if k.startswith(('PYTHON', 'LC_')) or k in ('LANG', 'HOME')}
     startup = startup_vars(env)
-    # ours: [argv0, options..., -c, this] (sys.orig_argv is 3.10's)
-    orig_argv = getattr(sys, 'orig_argv', None)
-    if orig_argv is None:
-        with open('/proc/self/cmdline', 'rb') as f:
-            orig_argv = [os.fsdecode(a) for a in f.read().split(b'\0')[:-1]]
-    options = orig_argv[1:-2]
+    # The interpreter's options, as the proxy started it with them.
+    options = [os.fsdecode(o) for o in options_b.split(b'\0')] if options_b else []
 
     def skips_first_line(opts):
         """Whether OPTS hold -x (alone or among other one-letter options)."""
@@ -82,177 +90,45 @@ def _pspawn_warm():
             return os.getcwd()
         return os.path.dirname(os.path.realpath(what))
 
-    # ---- the cache of what tasks imported, per script --------------------
+    # ---- the cache of what tasks imported, per script (warm-learn.py) ---
     cache_dir = os.path.join(env.get('PSPAWN_CACHE_DIR') or os.path.join(
         env.get('XDG_CACHE_HOME') or os.path.join(os.path.expanduser('~'), '.cache'),
         'pspawn'), 'python')
 
     def identity(kind, what):
-        """The cache file and the key its first line must hold: the
-        interpreter (path, device, inode, mtime), its options and start-up
-        environment, and what it runs (a script's path and mtime)."""
-        import zlib
-        st = os.stat(sys.executable)
-        parts = [os.path.realpath(sys.executable), st.st_dev, st.st_ino, st.st_mtime_ns]
-        parts += options
-        parts += sorted('%s=%s' % kv for kv in env.items()
-                        if kv[0].startswith(('PYTHON', 'LC_')) or kv[0] in ('LANG', 'HOME'))
-        if kind == SCRIPT:
-            path = os.path.realpath(what)
-            parts += ['script', path, os.stat(path).st_mtime_ns]
-            name = os.path.basename(path)
-        else:
-            parts += ['-m' if kind == MODULE else '-c', what]
-            name = what if kind == MODULE else 'command'
-        key = '\x1f'.join(map(str, parts))
-        name = ''.join(c if c.isalnum() or c in '._-' else '_' for c in name)[:64]
-        return os.path.join(cache_dir, '%s-%08x' % (name, zlib.crc32(key.encode()))), key
+        return _identity(kind, what, options, env, cache_dir)
 
-    def read_cache(path, key):
-        """{name: [verdict, file]}: the verdict 'ok', 'untried', or why the
-        module is left out; the identity of the file it was learnt from
-        (device:inode:size:mtime), '-' for none."""
-        try:
-            with open(path, encoding='utf-8') as f:
-                if f.readline().rstrip('\n') != repr(key):
-                    return {}
-                return {w[1]: [w[0], w[2] if len(w) > 2 else '-']
-                        for w in (line.rstrip('\n').split(' ') for line in f) if len(w) > 1}
-        except (OSError, ValueError):
-            return {}
+    def forget(module, why):
+        """Leave MODULE out from the next run of this zygote's script."""
+        if cache_file and module:
+            verdicts = _read_cache(cache_file, cache_key)
+            if module in verdicts and verdicts[module][0] in ('ok', 'untried'):
+                verdicts[module][0] = why
+                _write_cache(cache_file, cache_key, verdicts)
 
-    def write_cache(path, key, verdicts):
-        try:
-            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-            tmp = '%s.%d' % (path, os.getpid())
-            with open(tmp, 'w', encoding='utf-8') as f:
-                f.write(repr(key) + '\n')
-                for name, (verdict, ident) in verdicts.items():
-                    f.write('%s %s %s\n' % (verdict, name, ident))
-            os.replace(tmp, path)
-        except OSError:
-            pass
-
-    def file_of(module):
-        """The file a module's code came from, or None."""
-        spec = getattr(module, '__spec__', None)
-        origin = getattr(spec, 'origin', None)
-        if not isinstance(origin, str) or not getattr(spec, 'has_location', False):
-            return None
-        return origin
-
-    def file_identity(path):
-        try:
-            st = os.stat(path)
-        except (OSError, TypeError, ValueError):
-            return None
-        return '%d:%d:%d:%d' % (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-
-    # ---- what importing a module left behind -----------------------------
-    def streams_state():
-        """The standard streams as a task rebuilds them: which objects,
-        how they buffer and encode; who holds them (a module's reference
-        would keep the zygote's); the logging handlers there are."""
-        out = []
-        for s in (sys.stdin, sys.stdout, sys.stderr):
-            out.append((id(s), sys.getrefcount(s) if s is not None else 0,
-                        getattr(s, 'line_buffering', None), getattr(s, 'write_through', None),
-                        getattr(s, 'encoding', None), getattr(s, 'errors', None)))
-        logging = sys.modules.get('logging')
-        handlers = len(getattr(getattr(logging, 'root', None), 'handlers', ()))
-        return out, handlers
-
-    def process_state():
-        maps = set()
-        with open('/proc/self/maps') as f:
-            for line in f:
-                path = line.split(None, 5)[5:]
-                if path and path[0].startswith('/dev/') and not path[0].startswith('/dev/zero'):
-                    maps.add(path[0].strip())
-        return (len(os.listdir('/proc/self/task')), set(os.listdir('/proc/self/fd')), maps,
-                streams_state())
-
-    def left_behind(before, after):
-        if after[0] > before[0]:
-            return 'started a thread'
-        if after[1] - before[1]:
-            return 'kept a file descriptor open'
-        if after[2] - before[2]:
-            return 'mapped a device (%s)' % sorted(after[2] - before[2])[0]
-        (was, was_handlers), (now, now_handlers) = before[3], after[3]
-        if any(a[0] != b[0] or a[2:] != b[2:] for a, b in zip(was, now)):
-            return 'replaced or reconfigured a standard stream'
-        if now_handlers > was_handlers:
-            return 'added a logging handler'
-        if any(b[1] > a[1] for a, b in zip(was, now)):
-            return 'kept a reference to a standard stream'
-        return None
-
-    def trial(names):
-        """Import NAMES in a forked child, one by one, and say of each
-        whether it may be imported in a zygote."""
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(r)
-            try:
-                # What the modules print at import is the zygote's to print
-                # (once), not the trial's as well.
-                for out in (sys.stdout, sys.stderr):
-                    if out is not None:
-                        out.flush()
-                quiet = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(quiet, 1)
-                os.dup2(quiet, 2)
-                os.close(quiet)
-                state = process_state()
-                for name in names:
-                    try:
-                        __import__(name)
-                        now = process_state()
-                        verdict = left_behind(state, now) or 'ok'
-                        state = now
-                    except BaseException as e:
-                        verdict = 'does not import (%s)' % type(e).__name__
-                    os.write(w, ('%s\t%s\n' % (name, verdict)).encode())
-            finally:
-                os._exit(0)
-        os.close(w)
-        out = b''
-        while True:
-            chunk = os.read(r, 65536)
-            if not chunk:
-                break
-            out += chunk
-        os.close(r)
-        os.waitpid(pid, 0)
-        verdicts = dict(line.split('\t', 1) for line in out.decode().splitlines() if '\t' in line)
-        for name in names:
-            verdicts.setdefault(name, 'the trial import ended the process')
-        return {n: v.replace(' ', '_') if v != 'ok' else v for n, v in verdicts.items()}
+    reads = _ImportReads(env)
 
     # ---- before parking: import, freeze ----------------------------------
     first_kind, first_what = (SCRIPT, first) if first not in ('', '-c', '-m') else \
         (COMMAND if first != '-m' else MODULE, '')
     # The zygote imports with the first task's sys.path[0]; with none
-    # known, with none at all.
+    # known, with none at all (started as the proxy starts it, the
+    # interpreter put none there).
     zygote_path0 = path0_of(first_kind, first) if first else None
-    if not safe_path:
-        if zygote_path0 is None:
-            del sys.path[0]
-        else:
-            sys.path[0] = zygote_path0
+    if zygote_path0 is not None:
+        sys.path.insert(0, zygote_path0)
     zygote_cwd = os.getcwd()
     # One thread in each runtime: a zygote with threads cannot fork.
-    for var in ('OPENBLAS_NUM_THREADS', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS',
-                'GOTO_NUM_THREADS', 'BLIS_NUM_THREADS'):
+    thread_vars = ('OPENBLAS_NUM_THREADS', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS',
+                   'GOTO_NUM_THREADS', 'BLIS_NUM_THREADS')
+    for var in thread_vars:
         env[var] = '1'
     cache_file = cache_key = None
     verdicts = {}
     if first_kind == SCRIPT and first:
         try:
             cache_file, cache_key = identity(SCRIPT, first)
-            verdicts = read_cache(cache_file, cache_key)
+            verdicts = _read_cache(cache_file, cache_key)
         except OSError:
             pass
     # The sys.path the zygote imports with, as an exec'd interpreter has it
@@ -292,10 +168,28 @@ def _pspawn_warm():
         recorded_fork_hooks.append((before, after_in_child, after_in_parent))
     os.register_at_fork = posix.register_at_fork = register_at_fork
     if untried:
-        refused.update({n: v for n, v in trial(untried).items() if v != 'ok'})
+        refused.update({n: v for n, v in _trial(untried, _ImportReads(env)).items() if v != 'ok'})
+    # What the modules print at their import goes to each task's own
+    # standard output and error, at its start, as an exec'd one prints it:
+    # caught here (fds 1 and 2, memory files meanwhile), not printed once
+    # by the zygote.
+    caught = []
+    for out in (sys.stdout, sys.stderr):
+        if out is not None:
+            out.flush()
+    for fd in (1, 2):
+        try:
+            os.fstat(fd)
+            held = os.memfd_create('pspawn-import-output', os.MFD_CLOEXEC)
+        except (OSError, AttributeError):
+            continue
+        caught.append((fd, os.dup(fd), held))
+        os.dup2(held, fd)
+    reads.recording(True)
     for name in wanted:
         if name in refused:
             continue
+        reads.importing = name
         try:
             __import__(name)
         except BaseException as e:
@@ -304,17 +198,29 @@ def _pspawn_warm():
         # Learnt from another file than this one (changed between runs):
         # served now (the zygote has today's), left out from the next run.
         learnt = verdicts.get(name, (None, '-'))[1]
-        now = file_identity(file_of(sys.modules.get(name)))
+        now = _file_identity(_file_of(sys.modules.get(name)))
         if learnt != '-' and now != learnt:
             refused[name] = 'changed_between_runs'
     preloading[0] = False
+    reads.recording(False)
     os.register_at_fork = posix.register_at_fork = real_register_at_fork
+    for out in (sys.stdout, sys.stderr):
+        if out is not None:
+            out.flush()
+    import_output = []
+    for fd, saved, held in caught:
+        os.dup2(saved, fd)
+        os.close(saved)
+        size = os.lseek(held, 0, os.SEEK_END)
+        import_output.append((fd, os.pread(held, size, 0) if size else b''))
+        os.close(held)
+    del caught
     if cache_file and (untried or refused):
         merged = dict(verdicts)
-        merged.update({n: ['ok', file_identity(file_of(sys.modules.get(n))) or '-']
+        merged.update({n: ['ok', _file_identity(_file_of(sys.modules.get(n))) or '-']
                        for n in wanted if n not in refused})
         merged.update({n: [v, merged.get(n, ('', '-'))[1]] for n, v in refused.items()})
-        write_cache(cache_file, cache_key, merged)
+        _write_cache(cache_file, cache_key, merged)
     for name, why in refused.items():
         debug(env.get('PSPAWN_DEBUG'), 'module %s left out: %s' % (name, why.replace('_', ' ')))
     preloaded = set(sys.modules)
@@ -327,7 +233,7 @@ def _pspawn_warm():
     resolved = {}
     for name in preloaded - startup_modules:
         m = sys.modules.get(name)
-        f = file_of(m)
+        f = _file_of(m)
         if f:
             proxy.pspawn_python_watch(os.fsencode(f))
         spec = getattr(m, '__spec__', None)
@@ -363,8 +269,8 @@ def _pspawn_warm():
                     getattr(m, '__spec__', None) is None or
                     getattr(m.__spec__, 'origin', None) in ('built-in', 'frozen')):
                 continue
-            f = file_of(m)
-            ident = file_identity(f) if f else '-'
+            f = _file_of(m)
+            ident = _file_identity(f) if f else '-'
             if f and any(f.startswith(d) for d in dirs):
                 new[n] = ['found_in_a_directory_the_task_added_to_sys.path', ident]
             elif f and (ident is None or
@@ -374,12 +280,12 @@ def _pspawn_warm():
                 new[n] = ['untried', ident]
         if not new:
             return
-        old = read_cache(path, key)
+        old = _read_cache(path, key)
         if all(n in old for n in new):
             return
         for n, v in new.items():
             old.setdefault(n, v)
-        write_cache(path, key, old)
+        _write_cache(path, key, old)
 
     atexit.register(learn)
     for s in (sys.stdout, sys.stderr):
@@ -397,239 +303,243 @@ def _pspawn_warm():
     # caller ignores one of them gets SIG_IGN, as an exec'd interpreter
     # records it at its start (and then sets no SIGINT handler).
     own_sigs = sum(1 << (n - 1) for n, h in start_handlers.items() if _signal.getsignal(n) is h)
-    proxy.pspawn_python_park(ctypes.c_uint64(own_sigs))
+    def task():
 
-    # ==== in a task ========================================================
-    task_start_ns[0] = sys.modules['time'].time_ns()
-    # (python.c already ignores them at the system's level.)
-    sigign = proxy.pspawn_python_task_sigign() & own_sigs
-    for n in start_handlers:
-        if sigign >> (n - 1) & 1:
+        # ==== in a task: the function the proxy calls ========================
+        task_start_ns[0] = sys.modules['time'].time_ns()
+        # (python.c already ignores them at the system's level.)
+        sigign = proxy.pspawn_python_task_sigign() & own_sigs
+        for n in start_handlers:
+            if sigign >> (n - 1) & 1:
+                try:
+                    _signal.signal(n, _signal.SIG_IGN)
+                except (OSError, ValueError):
+                    pass
+        del sigign
+        argc = proxy.pspawn_python_task_argc()
+        c_argv = proxy.pspawn_python_task_argv()
+        argv_b = [c_argv[i] for i in range(argc)]
+        c_env = ctypes.POINTER(ctypes.c_char_p).in_dll(proxy, 'environ')
+        env_b = {}
+        i = 0
+        while c_env[i] is not None:
+            k, sep, v = c_env[i].partition(b'=')
+            if sep:
+                env_b.setdefault(k, v)
+            i += 1
+
+        def exec_instead(why):
+            debug(env_b.get(b'PSPAWN_DEBUG'), 'exec instead: ' + why)
             try:
-                _signal.signal(n, _signal.SIG_IGN)
-            except (OSError, ValueError):
-                pass
-    del start_handlers, sigign
-    argc = proxy.pspawn_python_task_argc()
-    c_argv = proxy.pspawn_python_task_argv()
-    argv_b = [c_argv[i] for i in range(argc)]
-    c_env = ctypes.POINTER(ctypes.c_char_p).in_dll(proxy, 'environ')
-    env_b = {}
-    i = 0
-    while c_env[i] is not None:
-        k, sep, v = c_env[i].partition(b'=')
-        if sep:
-            env_b.setdefault(k, v)
-        i += 1
+                os.execve(proxy.pspawn_python_exec_path(), argv_b, env_b)
+            except OSError as e:
+                os.write(2, b'libpspawn: exec of the interpreter failed: %s\n' % str(e).encode())
+                os._exit(127)
 
-    def exec_instead(why):
-        debug(env_b.get(b'PSPAWN_DEBUG'), 'exec instead: ' + why)
-        try:
-            os.execve(proxy.pspawn_python_exec_path(), argv_b, env_b)
-        except OSError as e:
-            os.write(2, b'libpspawn: exec of the interpreter failed: %s\n' % str(e).encode())
-            os._exit(127)
+        end = ctypes.c_int(0)
+        kind = proxy.pspawn_python_split(c_argv, ctypes.byref(end))
+        argv = [os.fsdecode(a) for a in argv_b]
+        run = argv[end.value:]
+        if kind not in (SCRIPT, COMMAND, MODULE) or argv[1:end.value] != options:
+            exec_instead('its interpreter options differ, or it runs no script, -c or -m')
+        # (The launcher checks these too; a stand-in's task comes straight here.)
+        task_startup = startup_vars({os.fsdecode(k): os.fsdecode(v) for k, v in env_b.items()})
+        if task_startup != startup:
+            exec_instead('its %s differs from the warm interpreter\'s (read at start)' %
+                         sorted(set(task_startup.items()) ^ set(startup.items()))[0][0])
+        # What a preloaded module read at its import must be what this
+        # task would have it read; else it is exec'd, and the module is
+        # left out from the next run of its script.  (The thread-count
+        # variables read 1 there, documented: the task's pools are sized
+        # from its own.)
+        for key, (value, module) in sorted(reads.env.items()):
+            mine = env_b.get(os.fsencode(key))
+            if key not in thread_vars and (os.fsdecode(mine) if mine is not None else None) != value:
+                forget(module, 'read_%s_at_import,_which_differs_between_tasks' % key)
+                exec_instead('the preloaded module %s read %s at its import, which this task '
+                             'has %s' % (module, key, 'another value of' if mine is not None and
+                                         value is not None else 'set' if mine is not None else
+                                         'unset'))
+        for module in sorted(reads.argv):
+            forget(module, 'reads_sys.argv_at_import')
+            exec_instead('the preloaded module %s read sys.argv at its import' % module)
 
-    end = ctypes.c_int(0)
-    kind = proxy.pspawn_python_split(c_argv, ctypes.byref(end))
-    argv = [os.fsdecode(a) for a in argv_b]
-    run = argv[end.value:]
-    if kind not in (SCRIPT, COMMAND, MODULE) or argv[1:end.value] != options:
-        exec_instead('its interpreter options differ, or it runs no script, -c or -m')
-    # (The launcher checks these too; a stand-in's task comes straight here.)
-    task_startup = startup_vars({os.fsdecode(k): os.fsdecode(v) for k, v in env_b.items()})
-    if task_startup != startup:
-        exec_instead('its %s differs from the warm interpreter\'s (read at start)' %
-                     sorted(set(task_startup.items()) ^ set(startup.items()))[0][0])
+        # The environment: os.environ and posix.environ are copies made at
+        # start; the C environment is already the task's.
+        posix = sys.modules['posix']
+        posix.environ.clear()
+        posix.environ.update(env_b)
+        os.environ._data.clear()
+        os.environ._data.update(env_b)
+        # sys.executable: argv[0] made absolute, or found in PATH
+        task_argv0 = argv[0]
+        exe = os.path.abspath(task_argv0) if '/' in task_argv0 else None
+        for d in [] if exe else os.environ.get('PATH', os.defpath).split(os.pathsep):
+            p = os.path.join(d, task_argv0)
+            if os.path.isfile(p) and os.access(p, os.X_OK):
+                exe = os.path.abspath(p)
+                break
+        if exe != zygote_executable:
+            exec_instead('its argv[0] gives another sys.executable than the warm interpreter\'s')
+        if sys.flags.inspect:
+            exec_instead('the interpreter would go on interactively after the task\'s code (-i)')
 
-    # The environment: os.environ and posix.environ are copies made at
-    # start; the C environment is already the task's.
-    posix = sys.modules['posix']
-    posix.environ.clear()
-    posix.environ.update(env_b)
-    os.environ._data.clear()
-    os.environ._data.update(env_b)
-    # sys.executable: argv[0] made absolute, or found in PATH
-    task_argv0 = argv[0]
-    exe = os.path.abspath(task_argv0) if '/' in task_argv0 else None
-    for d in [] if exe else os.environ.get('PATH', os.defpath).split(os.pathsep):
-        p = os.path.join(d, task_argv0)
-        if os.path.isfile(p) and os.access(p, os.X_OK):
-            exe = os.path.abspath(p)
-            break
-    if exe != zygote_executable:
-        exec_instead('its argv[0] gives another sys.executable than the warm interpreter\'s')
-
-    if kind == SCRIPT:
-        script = run[0]
-        # as the interpreter makes it absolute: joined, not normalized
-        path = script if os.path.isabs(script) else os.path.join(os.getcwd(), script)
-        try:
-            with open(path, 'rb') as f:
-                source = f.read()
-        except OSError:
-            exec_instead("its script cannot be read (the interpreter says why)")
-        # As the interpreter tells them (pymain_run_python, maybe_pyc_file):
-        # a directory or a zip archive (a zipapp, #! line or not) runs its
-        # __main__; a .pyc name or magic number, compiled code.
-        if not os.path.isfile(path):
-            exec_instead('its script is a directory')
-        # (Asked of zipimport only when the end of central directory's
-        # signature is where a zip's would be: a script is not read twice.)
-        if source.rfind(b'PK\x05\x06', max(0, len(source) - 65557)) >= 0:
+        if kind == SCRIPT:
+            script = run[0]
+            # as the interpreter makes it absolute: joined, not normalized
+            path = script if os.path.isabs(script) else os.path.join(os.getcwd(), script)
             try:
-                (sys.modules.get('zipimport') or __import__('zipimport')).zipimporter(path)
-                exec_instead('its script is a zip archive (a zipapp)')
-            except (ImportError, OSError):
+                with open(path, 'rb') as f:
+                    source = f.read()
+            except OSError:
+                exec_instead("its script cannot be read (the interpreter says why)")
+            # As the interpreter tells them (pymain_run_python, maybe_pyc_file):
+            # a directory or a zip archive (a zipapp, #! line or not) runs its
+            # __main__; a .pyc name or magic number, compiled code.
+            if not os.path.isfile(path):
+                exec_instead('its script is a directory')
+            # (Asked of zipimport only when the end of central directory's
+            # signature is where a zip's would be: a script is not read twice.)
+            if source.rfind(b'PK\x05\x06', max(0, len(source) - 65557)) >= 0:
+                try:
+                    (sys.modules.get('zipimport') or __import__('zipimport')).zipimporter(path)
+                    exec_instead('its script is a zip archive (a zipapp)')
+                except (ImportError, OSError):
+                    pass
+            magic = sys.modules['_frozen_importlib_external'].MAGIC_NUMBER
+            if path.endswith('.pyc') or source[:2] == magic[:2]:
+                exec_instead('its script is compiled code')
+            if skips_first_line(options):
+                # -x: the first line is not source; its newline stays, so that
+                # line numbers are the file's
+                nl = source.find(b'\n')
+                source = source[nl:] if nl >= 0 else b''
+            sys.argv = run
+            try:
+                learned[:] = identity(SCRIPT, script)
+            except OSError:
                 pass
-        magic = sys.modules['_frozen_importlib_external'].MAGIC_NUMBER
-        if path.endswith('.pyc') or source[:2] == magic[:2]:
-            exec_instead('its script is compiled code')
-        if skips_first_line(options):
-            # -x: the first line is not source; its newline stays, so that
-            # line numbers are the file's
-            nl = source.find(b'\n')
-            source = source[nl:] if nl >= 0 else b''
-        sys.argv = run
-        try:
-            learned[:] = identity(SCRIPT, script)
-        except OSError:
-            pass
-    elif kind == COMMAND:
-        source = run[0][2:] or run[1]
-        sys.argv = ['-c'] + run[1 if run[0][2:] else 2:]
-    else:
-        module = run[0][2:] or run[1]
-        sys.argv = ['-m'] + run[1 if run[0][2:] else 2:]
-    if hasattr(sys, 'orig_argv'):
-        sys.orig_argv = argv
-    path0 = path0_of(kind, run[0])
-    task_path0[0] = path0
-    if path0 is not None:
-        if from_path0 and (path0 or os.getcwd()) != (zygote_path0 or zygote_cwd):
-            exec_instead('a preloaded module came from the directory of the zygote\'s script')
-        # Where an exec'd interpreter has it: first, before what preloaded
-        # modules put in front of it at their import (which stays there).
-        if zygote_path0 is None:
-            at = next((i for i, d in enumerate(sys.path) if start_path and d is start_path[0]),
-                      0)
-            sys.path.insert(at, path0)
+        elif kind == COMMAND:
+            source = run[0][2:] or run[1]
+            sys.argv = ['-c'] + run[1 if run[0][2:] else 2:]
         else:
-            at = next((i for i, d in enumerate(sys.path) if d is zygote_path0), None)
-            if at is None:
-                exec_instead('a preloaded module took the script\'s directory out of sys.path')
-            sys.path[at] = path0
-    # Each preloaded top-level module must be the one the task's sys.path
-    # finds, as an exec'd interpreter would import it.
-    for name, (origin, locations) in resolved.items():
-        spec = None
-        for finder in sys.meta_path:
-            find = getattr(finder, 'find_spec', None)
+            module = run[0][2:] or run[1]
+            sys.argv = ['-m'] + run[1 if run[0][2:] else 2:]
+        if hasattr(sys, 'orig_argv'):
+            sys.orig_argv = argv
+        path0 = path0_of(kind, run[0])
+        task_path0[0] = path0
+        if path0 is not None:
+            if from_path0 and (path0 or os.getcwd()) != (zygote_path0 or zygote_cwd):
+                exec_instead('a preloaded module came from the directory of the zygote\'s script')
+            # Where an exec'd interpreter has it: first, before what preloaded
+            # modules put in front of it at their import (which stays there).
+            if zygote_path0 is None:
+                at = next((i for i, d in enumerate(sys.path) if start_path and d is start_path[0]),
+                          0)
+                sys.path.insert(at, path0)
+            else:
+                at = next((i for i, d in enumerate(sys.path) if d is zygote_path0), None)
+                if at is None:
+                    exec_instead('a preloaded module took the script\'s directory out of sys.path')
+                sys.path[at] = path0
+        # Each preloaded top-level module must be the one the task's sys.path
+        # finds, as an exec'd interpreter would import it.
+        for name, (origin, locations) in resolved.items():
+            spec = None
+            for finder in sys.meta_path:
+                find = getattr(finder, 'find_spec', None)
+                try:
+                    spec = find(name, None) if find else None
+                except Exception:
+                    spec = None
+                    break
+                if spec is not None:
+                    break
+            if spec is None or spec.origin != origin or \
+                    list(spec.submodule_search_locations or ()) != locations:
+                exec_instead('its sys.path finds %s at %s, not the preloaded %s' %
+                             (name, getattr(spec, 'origin', None), origin))
+
+        if 'time' in sys.modules:
+            sys.modules['time'].tzset()
+        proxy.pspawn_python_size_pools()
+        nprandom = sys.modules.get('numpy.random')
+        if nprandom is not None and hasattr(nprandom, 'seed'):
+            nprandom.seed()
+
+        # Standard streams for the task's own fds 0-2, as the interpreter makes
+        # them at start (create_stdio in Python/pylifecycle.c).
+        import io
+        streams = []
+        for fd, conf, name in zip((0, 1, 2), stdio_config, ('<stdin>', '<stdout>', '<stderr>')):
             try:
-                spec = find(name, None) if find else None
+                os.fstat(fd)
+            except OSError:
+                streams.append(None)
+                continue
+            if conf is None:
+                exec_instead('the zygote had no standard stream to copy the encoding from')
+            encoding, errors, unbuffered = conf
+            write = fd > 0
+            buffering = 0 if unbuffered and write else -1
+            buf = io.open(fd, 'wb' if write else 'rb', buffering=buffering, closefd=False)
+            raw = buf.raw if buffering else buf
+            raw.name = name
+            line_buffering = not unbuffered and (raw.isatty() or fd == 2)
+            s = io.TextIOWrapper(buf, encoding, errors, '\n', line_buffering, unbuffered)
+            s.mode = 'w' if write else 'r'
+            streams.append(s)
+        # What the preloaded modules printed at their import, as the task
+        # would have printed it: first.
+        for fd, data in import_output:
+            while data:
+                try:
+                    data = data[os.write(fd, data):]
+                except OSError:
+                    break
+        sys.stdin, sys.stdout, sys.stderr = streams
+        sys.__stdin__, sys.__stdout__, sys.__stderr__ = streams
+        del streams, buf, raw, s
+
+        # What an exec'd interpreter's modules would have drawn or recorded at
+        # their import, in this process: the hooks the preloaded modules left
+        # for a child run once (random reseeds), in their order, and then all
+        # their hooks registered, for the task's own forks; multiprocessing's
+        # authentication key; logging's start time; the main thread's
+        # native id.
+        for before, after_in_child, after_in_parent in recorded_fork_hooks:
+            if after_in_child is None:
+                continue
+            try:
+                after_in_child()
             except Exception:
-                spec = None
-                break
-            if spec is not None:
-                break
-        if spec is None or spec.origin != origin or \
-                list(spec.submodule_search_locations or ()) != locations:
-            exec_instead('its sys.path finds %s at %s, not the preloaded %s' %
-                         (name, getattr(spec, 'origin', None), origin))
-    del resolved
+                sys.stderr.write('Exception ignored in: %r\n' % (after_in_child,))
+                __import__('traceback').print_exc()
+        for hooks in recorded_fork_hooks:
+            real_register_at_fork(**given(*hooks))
+        mp_process = sys.modules.get('multiprocessing.process')
+        if mp_process is not None:
+            mp_process.current_process()._config['authkey'] = \
+                mp_process.AuthenticationString(os.urandom(32))
+        logging = sys.modules.get('logging')
+        if logging is not None and isinstance(getattr(logging, '_startTime', None), (int, float)):
+            # relativeCreated counts from the task's start, not the zygote's
+            logging._startTime = time.time_ns() if isinstance(logging._startTime, int) \
+                else time.time()
+        threading = sys.modules.get('threading')
+        if threading is not None and getattr(threading, '_HAVE_THREAD_NATIVE_ID', False):
+            threading.main_thread()._set_native_id()
 
-    if 'time' in sys.modules:
-        sys.modules['time'].tzset()
-    proxy.pspawn_python_size_pools()
-    nprandom = sys.modules.get('numpy.random')
-    if nprandom is not None and hasattr(nprandom, 'seed'):
-        nprandom.seed()
-
-    # Standard streams for the task's own fds 0-2, as the interpreter makes
-    # them at start (create_stdio in Python/pylifecycle.c).
-    import io
-    streams = []
-    for fd, conf, name in zip((0, 1, 2), stdio_config, ('<stdin>', '<stdout>', '<stderr>')):
-        try:
-            os.fstat(fd)
-        except OSError:
-            streams.append(None)
-            continue
-        if conf is None:
-            exec_instead('the zygote had no standard stream to copy the encoding from')
-        encoding, errors, unbuffered = conf
-        write = fd > 0
-        buffering = 0 if unbuffered and write else -1
-        buf = io.open(fd, 'wb' if write else 'rb', buffering=buffering, closefd=False)
-        raw = buf.raw if buffering else buf
-        raw.name = name
-        line_buffering = not unbuffered and (raw.isatty() or fd == 2)
-        s = io.TextIOWrapper(buf, encoding, errors, '\n', line_buffering, unbuffered)
-        s.mode = 'w' if write else 'r'
-        streams.append(s)
-    sys.stdin, sys.stdout, sys.stderr = streams
-    sys.__stdin__, sys.__stdout__, sys.__stderr__ = streams
-    del streams, buf, raw, s
-
-    # What an exec'd interpreter's modules would have drawn or recorded at
-    # their import, in this process: the hooks the preloaded modules left
-    # for a child run once (random reseeds), in their order, and then all
-    # their hooks registered, for the task's own forks; multiprocessing's
-    # authentication key; the main thread's native id.
-    for before, after_in_child, after_in_parent in recorded_fork_hooks:
-        if after_in_child is None:
-            continue
-        try:
-            after_in_child()
-        except Exception:
-            sys.stderr.write('Exception ignored in: %r\n' % (after_in_child,))
-            __import__('traceback').print_exc()
-    for hooks in recorded_fork_hooks:
-        real_register_at_fork(**given(*hooks))
-    del recorded_fork_hooks
-    mp_process = sys.modules.get('multiprocessing.process')
-    if mp_process is not None:
-        mp_process.current_process()._config['authkey'] = \
-            mp_process.AuthenticationString(os.urandom(32))
-    threading = sys.modules.get('threading')
-    if threading is not None and getattr(threading, '_HAVE_THREAD_NATIVE_ID', False):
-        threading.main_thread()._set_native_id()
-
-    def cut(tb):
-        while tb is not None and tb.tb_frame.f_code in ours:
-            tb = tb.tb_next
-        return tb
-
-    try:
         if kind == SCRIPT:
             main_dict['__file__'] = path
             main_dict['__cached__'] = None
             main_dict['__loader__'] = sys.modules['_frozen_importlib_external'].SourceFileLoader(
                 '__main__', path)
-            code = compile(source, path, 'exec', dont_inherit=True)
-            del source
-            exec(code, main_dict)
-            main_dict.pop('__file__', None)
-            main_dict.pop('__cached__', None)
-        elif kind == COMMAND:
-            code = compile(source, '<string>', 'exec', dont_inherit=True)
-            del source
-            exec(code, main_dict)
-        else:
-            import runpy
-            runpy._run_module_as_main(module, True)
-    except SystemExit:
-        raise
-    except BaseException as e:
-        tb = cut(e.__traceback__)
-        e.__traceback__ = tb
-        sys.last_type, sys.last_value, sys.last_traceback = type(e), e, tb
-        if sys.version_info >= (3, 12):
-            sys.last_exc = e
-        sys.excepthook(type(e), e, tb)
-        if isinstance(e, KeyboardInterrupt):
-            proxy.pspawn_python_exit_by_sigint()
-        del e, tb
-        raise SystemExit(1)
+            return SCRIPT, compile, (source, path, 'exec', 0, True)
+        if kind == COMMAND:
+            return COMMAND, compile, (source, '<string>', 'exec', 0, True)
+        import runpy
+        return MODULE, runpy._run_module_as_main, (module, True)
 
-_pspawn_warm()
+    return own_sigs, task

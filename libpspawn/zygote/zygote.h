@@ -96,6 +96,7 @@ struct parked {
     long idle_ms;           /* PSPAWN_ENV_IDLE: a job's zygote; 0: a step's */
     main_fn real_main;
     char cwd[PATH_MAX];
+    int cwd_released;           /* parked in "/": every task chdirs (to CWD if it asks none) */
     mode_t umask;
     int nice, sched_policy, sched_priority;
     int mempolicy, have_mempolicy;
@@ -310,12 +311,18 @@ void zygote_preload(void);
 /* python.c: the warm Python interpreter. */
 /* Whether this program is a CPython interpreter (3.8 or later). */
 int zygote_python_detect(void);
-/* In place of park_main: run the interpreter with its options and the
- * bootstrap, which imports the preload modules and parks
- * (pspawn_python_park). */
-int zygote_python_main(int argc, char **argv, char **envp);
+/* python-embed.c: in place of park_main, start the interpreter with its
+ * options, run the bootstrap (it imports the preload modules), park, and
+ * in each task run its code and end as the interpreter's main would. */
+int zygote_python_main(int argc, char **argv, char **envp) __attribute__((noreturn));
+/* python.c: the interpreter's fork hooks, found; the park inside it
+ * (OWN_SIGS: the signals whose Python handler is still the one the
+ * interpreter set up at its start), which returns in each task once the
+ * interpreter's fork hooks have run there. */
+void zygote_python_find_fork_hooks(void);
+void zygote_python_park(uint64_t own_sigs);
 /* Around each clone of a warm interpreter: what os.fork does (the child's
- * part runs once the task is released, in pspawn_python_park). */
+ * part runs once the task is released, in zygote_python_park). */
 void zygote_python_before_fork(void);
 void zygote_python_after_fork_parent(void);
 /* In a warm interpreter's task, before its release: it ignores what its

@@ -98,7 +98,7 @@ for f in $(dpkg -L '"$pkgs"' | grep -E "\.so(\.[0-9]+)*$"); do
         libpspawn.so.*) re="^($pub)$" ;;
         libpspawn-proxy.so) re="^(__libc_start_main|pspawn_python_.*|pspawn_record_dlopen)$" ;;
         libpspawn-record.so) re="^(dlopen|dlmopen)$" ;;
-        libpspawn-intercept.so) re="^(execve|execv|execvp|execvpe|execveat|fexecve|execl|execle|execlp|posix_spawn|posix_spawnp|kill|wait|waitpid|wait3|wait4|waitid)$" ;;
+        libpspawn-intercept.so) re="^(execve|execv|execvp|execvpe|execveat|fexecve|execl|execle|execlp|posix_spawn|posix_spawnp|kill|wait|waitpid|wait3|wait4|waitid|(__)?open(at)?(64)?(_2)?|creat(64)?|fopen(64)?|truncate)$" ;;
         spank_pspawn.so) re="^(slurm_spank_.*|plugin_.*|spank_plugin_version)$" ;;
         prte_mca_odls_pspawn.so) re="^prte_mca_odls_pspawn_component(_ptr)?$" ;;
         *) echo "$f: a shared object this test does not know"; continue ;;

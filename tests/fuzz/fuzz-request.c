@@ -54,8 +54,11 @@ static int inside(const void *p, const char *base, size_t size)
 static void check_setup(const struct child_setup *s, const char *base, size_t size, int nfds,
                         const int chan[2])
 {
-    FUZZ_CHECK(inside(s->cwd, base, size) && memchr(s->cwd, 0, (size_t)(base + size - s->cwd)),
-               "cwd outside the request, or not terminated");
+    /* The request's cwd, or (it asks none) the one the zygote was started
+     * in, by name: a parked zygote is in "/". */
+    FUZZ_CHECK(s->cwd == parked.cwd ||
+                   (inside(s->cwd, base, size) && memchr(s->cwd, 0, (size_t)(base + size - s->cwd))),
+               "cwd outside the request and not the zygote's, or not terminated");
     FUZZ_CHECK(s->nactions >= 0 && s->nactions <= PSPAWN_FD_MAX + 3, "%d actions", s->nactions);
     for (int i = 0; i < s->nactions; i++) {
         const struct child_action *a = &s->actions[i];

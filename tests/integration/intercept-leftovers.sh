@@ -3,7 +3,11 @@
 # What pspawn --intercept leaves behind, however it ends: no table of its
 # scope (a sealed memfd it holds, not a file), even when it is killed
 # with SIGKILL, and no zygote left unreaped to an init that does not reap
-# (a container's): it reaps the zygotes it stops.
+# (a container's): it reaps the zygotes it stops.  Nor does a parked
+# zygote hold what an exec'd task holds only while it runs: its program
+# (a launcher may write it again at once: no ETXTBSY, and the new version
+# runs) and its first task's working directory (a umount of it is not
+# "busy").
 . "$TESTS_SRCDIR/taplib.sh"
 
 pspawn=$PSPAWN_BIN
@@ -82,5 +86,60 @@ n=$(grep -c 'leftover-task) forked by the zygote' "$tmp/z.err")
 ok $? "under a subreaper that does not reap: the launcher's 4 starts routed ($n)"
 grep -qx 'zombies 0 alive 0' "$tmp/z.out"
 ok $? "no zygote left to it, neither a zombie nor alive ($(grep zombies "$tmp/z.out"))"
+
+# 7-9. A program rewritten right after its routed starts, in place (cp
+#      opens it O_TRUNC; the shell's > too), as a build relinks and reruns
+#      a test program: the same as without interception.
+mkdir -p "$tmp/w"
+cat >"$tmp/rewrite.sh" <<'EOF'
+cp "$1" t && ./t exit 0 && ./t exit 0
+cp "$2" ./t && echo "cp: $?" && ./t v2 && ./t v2
+cat "$1" >t && echo "cat: $?" && ./t exit 0
+EOF
+(cd "$tmp/w" && rm -f t && sh "$tmp/rewrite.sh" "$task" /bin/echo) >"$tmp/rw.plain" 2>&1
+(cd "$tmp/w" && rm -f t && "$pspawn" --intercept --after 1 --idle 30 -- \
+    sh "$tmp/rewrite.sh" "$task" /bin/echo) >"$tmp/rw.out" 2>"$tmp/rw.err"
+grep -v '^pspawn' "$tmp/rw.err" >>"$tmp/rw.out"
+n=$(grep -c '(./t) forked by the zygote' "$tmp/rw.err")
+[ "$n" -ge 4 ]
+ok $? "a program's starts before and after each rewrite routed ($n)" || diag_stderr "$tmp/rw.err"
+cmp -s "$tmp/rw.plain" "$tmp/rw.out"
+ok $? "rewritten in place by cp and by the shell's > after routed starts: no 'Text file busy', the new version runs, as without interception" ||
+    { diag_file "$tmp/rw.plain"; diag_file "$tmp/rw.out"; }
+grep -c 'holds a program being written: told to end' "$tmp/rw.err" | grep -qx 2
+ok $? "PSPAWN_DEBUG names each parked zygote told to end for a write of its program"
+
+# 10-11. The working directory of the first task: a parked zygote holds
+#        none.  Its tasks still run in theirs.
+mkdir -p "$tmp/cwd1" "$tmp/cwd2"
+(cd "$tmp/cwd1" && "$pspawn" --intercept --after 1 --idle 30 -- sh -c '
+    "$1" exit 0 && "$1" exit 0 && cd "$2" && "$1" exit 0
+    for p in $(pgrep -u "$(id -u)" -f "$1"); do
+        [ "$(readlink /proc/$p/exe)" = "$1" ] && echo "zygote cwd $(readlink /proc/$p/cwd)"
+    done
+    ' sh "$task" "$tmp/cwd2") >"$tmp/cwd.out" 2>"$tmp/cwd.err"
+grep -q "cwd=$tmp/cwd1 " "$tmp/cwd.out" && grep -q "cwd=$tmp/cwd2 " "$tmp/cwd.out" &&
+    [ "$(grep -c '(.*leftover-task) forked by the zygote' "$tmp/cwd.err")" -ge 2 ]
+ok $? "routed tasks run in their launcher's working directory, the first one's and another" ||
+    diag_file "$tmp/cwd.out"
+grep -qx 'zygote cwd /' "$tmp/cwd.out" && ! grep 'zygote cwd' "$tmp/cwd.out" | grep -qvx 'zygote cwd /'
+ok $? "the parked zygote holds no directory of its tasks (its cwd is /)" || diag_file "$tmp/cwd.out"
+
+# 12. What a user sees of it: the file system the first task ran in can
+#     be unmounted once the tasks are done, as without interception.
+if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
+    mkdir -p "$tmp/mnt"
+    umount_after() {
+        unshare -m sh -c 'mount -t tmpfs none "$1" &&
+            $2 sh -c "cd \"\$2\" && \"\$1\" exit 0 >/dev/null && \"\$1\" exit 0 >/dev/null; cd /; umount \"\$2\" && echo unmounted" sh "$3" "$1"' \
+            sh "$tmp/mnt" "$1" "$task" 2>&1 | grep -v '^pspawn'
+    }
+    plain=$(umount_after "")
+    routed=$(umount_after "$pspawn --intercept --after 1 --idle 30 --")
+    [ "$plain" = unmounted ] && [ "$routed" = "$plain" ]
+    ok $? "the first task's file system unmounts after its routed tasks end (plain: '$plain', routed: '$routed')"
+else
+    skip "needs root and mount namespaces" "the first task's file system unmounts after its routed tasks end"
+fi
 
 tap_done

@@ -171,6 +171,19 @@ ok $? "PSPAWN_CTOR_VARS names a variable a constructor reads: each task sees its
 [ "$(sort -u "$tmp/ctor-unlisted.out")" = "ctorvar a" ]
 ok $? "without it, a routed task sees the value its zygote's constructor read (documented)"
 
+# A task's rank, which a launcher gives each task: not in the zygote that
+# the first task's start made, so no routed task's constructor reads the
+# first one's (documented: they read none); main reads its own.
+ranks='for r in 0 1 2; do PMI_RANK=$r SLURM_PROCID=$r "$1" rank; done'
+(cd "$tmp" && "$pspawn" --intercept --after 1 --idle 2 -- sh -c "$ranks" sh "$task") \
+    >"$tmp/rank.out" 2>"$tmp/rank.err"
+[ "$(grep -c 'intercept-task) forked' "$tmp/rank.err")" = 3 ] &&
+    [ "$(grep -c '^rank at load PMI_RANK=(unset) SLURM_PROCID=(unset), in main PMI_RANK=[012]$' "$tmp/rank.out")" = 3 ] &&
+    [ "$(sed 's/.* //' "$tmp/rank.out" | sort -u | wc -l)" = 3 ]
+ok $? "routed tasks' constructors read no rank (not the first task's), main its own: $(tr '\n' ';' <"$tmp/rank.out")"
+compare rank-listed env PSPAWN_CTOR_VARS=PMI_RANK:SLURM_PROCID sh -c "$ranks" sh "$task"
+ok $? "rank variables PSPAWN_CTOR_VARS lists: each task's constructor reads its own, as exec'd"
+
 # 18. By default a program is routed from its second start on.
 (cd "$tmp" && "$pspawn" --intercept --idle 2 -- "$launcher" fork 5 "$task" exit 0) \
     >/dev/null 2>"$tmp/default.err"

@@ -53,8 +53,8 @@ only_matching "$b/libpspawn/.libs/libpspawn-record.so" '^(dlopen|dlmopen)$'
 ok $? "the recorder exports dlopen and dlmopen only"
 
 only_matching "$b/libpspawn/.libs/libpspawn-intercept.so" \
-    '^(execve|execv|execvp|execvpe|execveat|fexecve|execl|execle|execlp|posix_spawnp?|kill|wait|waitpid|wait3|wait4|waitid)$'
-ok $? "the interception library exports the exec, spawn, kill and wait calls only"
+    '^(execve|execv|execvp|execvpe|execveat|fexecve|execl|execle|execlp|posix_spawnp?|kill|wait|waitpid|wait3|wait4|waitid|(__)?open(at)?(64)?(_2)?|creat(64)?|fopen(64)?|truncate)$'
+ok $? "the interception library exports the exec, spawn, kill, wait and file-opening calls only"
 
 plugin=$b/spank/.libs/spank_pspawn.so
 if [ -f "$plugin" ]; then
