@@ -72,15 +72,19 @@ static int runs_a_task(pid_t pid)
     return 0;
 }
 
-/* Whether PID's program is the file ST, and PID runs no task. */
-static int idle_zygote_of(pid_t pid, const struct stat *st)
+/* Whether PID's program is the file ST. */
+static int runs_file(pid_t pid, const struct stat *st)
 {
     char p[64];
     struct stat exe;
     snprintf(p, sizeof p, "/proc/%d/exe", (int)pid);
-    if (stat(p, &exe) < 0 || exe.st_dev != st->st_dev || exe.st_ino != st->st_ino)
-        return 0;
-    return !runs_a_task(pid);
+    return stat(p, &exe) == 0 && exe.st_dev == st->st_dev && exe.st_ino == st->st_ino;
+}
+
+/* Whether PID's program is the file ST, and PID runs no task. */
+static int idle_zygote_of(pid_t pid, const struct stat *st)
+{
+    return runs_file(pid, st) && !runs_a_task(pid);
 }
 
 /* End the scope's idle zygotes of the file ST: how many ended. */
@@ -95,10 +99,12 @@ static int end_zygotes_of(const struct stat *st)
     while (d && (e = readdir(d))) {
         char *end;
         long pid = strtol(e->d_name, &end, 10);
-        if (*end || pid <= 1 || pid == getpid())
+        /* Only a process of that program is pinned (one stat of each
+         * process; a pidfd for a few), then checked again through the pin. */
+        if (*end || pid <= 1 || pid == getpid() || !runs_file((pid_t)pid, st))
             continue;
-        /* Pinned first: what is checked below is this process, if the
-         * pidfd says it still runs once the checks are done. */
+        /* Pinned: what is checked below is this process, if the pidfd
+         * says it still runs once the checks are done. */
         int pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
         if (pidfd < 0)
             continue;
