@@ -53,6 +53,24 @@ static int has_all(const char *set, const char *want)
     return 1;
 }
 
+/* A mountinfo field as the path it names, in place: the kernel writes a
+ * space, tab, newline or backslash in a mount point or root as \ and three
+ * octal digits (\040 for a space), so that fields stay split by spaces. */
+static void unescape_mount_field(char *s)
+{
+    char *w = s;
+    for (const char *r = s; *r; w++) {
+        if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
+            r[3] >= '0' && r[3] <= '7') {
+            *w = (char)((r[1] - '0') << 6 | (r[2] - '0') << 3 | (r[3] - '0'));
+            r += 4;
+        } else {
+            *w = *r++;
+        }
+    }
+    *w = '\0';
+}
+
 /* The mount of hierarchy H in MOUNTINFO: its mount point and root.
  * Returns 0 if found. */
 static int find_mount(const char *mountinfo, const struct hier *h, char *point, char *root)
@@ -76,6 +94,8 @@ static int find_mount(const char *mountinfo, const struct hier *h, char *point, 
         if (v2 ? strcmp(type, "cgroup2") != 0
                : strcmp(type, "cgroup") != 0 || !has_all(super, h->ctl))
             continue;
+        unescape_mount_field(mpoint);
+        unescape_mount_field(mroot);
         strcpy(point, mpoint);
         strcpy(root, mroot);
         return 0;

@@ -154,6 +154,15 @@ int main(void)
                                 "task_5/cgroup.procs"),
            "v2: %s", m);
 
+    /* mountinfo writes a space in a mount point or root as \040 (and a
+     * backslash as \134): the path is the decoded one. */
+    const char *space_mounts =
+        "30 23 0:26 /a\\040b /run/my\\040cgroup\\134x rw - cgroup2 cgroup2 rw\n";
+    m = moves("0::/a b/job_7/step_0/user/task_5\n", "0::/a b/job_7/step_0/user/task_0\n",
+              space_mounts, &n);
+    tap_ok(n == 1 && !strcmp(m, "/run/my cgroup\\x/job_7/step_0/user/task_5/cgroup.procs"),
+           "a mount point and root with a space (\\040) and a backslash (\\134): %s", m);
+
     /* A mount of a subtree (root field): paths are relative to it. */
     const char *sub_mounts =
         "40 30 0:34 /docker/abc /sys/fs/cgroup/cpuset rw - cgroup cgroup rw,cpuset\n";
