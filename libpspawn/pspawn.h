@@ -269,7 +269,7 @@ typedef struct pspawn_task {
     const cpu_set_t *cpuset;/* in: NULL = the attr's CPU set, if any */
     size_t cpusetsize;      /* in: size of *cpuset in bytes */
     pid_t pid;              /* out: pid, or -1 */
-    int pidfd;              /* out: pidfd if PSPAWN_PIDFD, else -1 */
+    int pidfd;              /* out: pidfd if PSPAWN_PIDFD (Linux 5.3), else -1 */
     int error;              /* out: 0, or the error for this task */
 } pspawn_task_t;
 

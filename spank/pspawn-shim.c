@@ -446,8 +446,12 @@ static void __attribute__((noreturn)) wait_and_exit_like(int sock, pid_t task, i
         status = pspawn_standin_orphan_status(task, task_pidfd, &relay_from);
     }
     if (status == -1) {
+        /* Which kernel feature would have told: without a pidfd (before
+         * 5.3) the task cannot even be waited for once the zygote is gone. */
         fprintf(stderr, "pspawn-shim: lost the zygote before task %d ended: its exit status "
-                "is unknown (Linux 6.15 or later keeps it)\n", (int)task);
+                "is unknown (%s)\n", (int)task,
+                task_pidfd >= 0 ? "Linux 6.15 or later keeps it"
+                                : "no pidfd_open: Linux 5.3 or later waits for it");
         _exit(1);
     }
     pspawn_standin_exit_like(status);

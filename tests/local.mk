@@ -360,3 +360,14 @@ check_PROGRAMS += tests/unit/options-items
 TESTS += tests/unit/options-items
 tests_unit_options_items_SOURCES = tests/unit/options-items.c
 tests_unit_options_items_LDADD = libpspawn/libpspawn-wire.la
+
+# Older kernels without a guest: oldkernel runs a command under a seccomp
+# profile of a kernel version (ENOSYS, EINVAL, E2BIG, ENOPROTOOPT, ENOTTY
+# where that kernel answers so); oldkernel.sh runs the front doors under
+# 4.18, 5.3, 5.10, 5.14, 6.1, 6.8 and 6.13.
+check_PROGRAMS += tests/fixtures/oldkernel
+tests_fixtures_oldkernel_SOURCES = tests/fixtures/oldkernel.c
+tests_fixtures_oldkernel_CFLAGS = $(launched_cflags_common)
+tests_fixtures_oldkernel_LDFLAGS = -no-install
+TESTS += tests/integration/oldkernel.sh
+EXTRA_DIST += tests/integration/oldkernel.sh

@@ -314,13 +314,48 @@ int pspawn_child_keep_list(const struct child_setup *s, const int *extra,
     return n;
 }
 
+/* The fds in [LO, HI] that /proc/self/fd lists, closed; -1 without /proc.
+ * getdents64 into the stack: nothing allocated between fork and exec.
+ * Closing one already listed moves nothing (the listing goes by number). */
+static int close_listed(unsigned lo, unsigned hi)
+{
+    int d = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (d < 0)
+        return -1;
+    char buf[2048] __attribute__((aligned(8)));
+    long n;
+    while ((n = syscall(SYS_getdents64, d, buf, sizeof buf)) > 0) {
+        for (long off = 0; off < n;) {
+            /* struct linux_dirent64: ino, off, reclen, type, name */
+            unsigned short reclen;
+            memcpy(&reclen, buf + off + 16, sizeof reclen);
+            const char *name = buf + off + 19;
+            off += reclen;
+            unsigned fd = 0;
+            if (*name < '0' || *name > '9')
+                continue;
+            while (*name >= '0' && *name <= '9')
+                fd = fd * 10 + (unsigned)(*name++ - '0');
+            if (fd >= lo && fd <= hi && (int)fd != d)
+                close((int)fd);
+        }
+    }
+    close(d);
+    return n < 0 ? -1 : 0;
+}
+
 static void close_span(unsigned lo, unsigned hi)
 {
     if (lo > hi)
         return;
     if (syscall(SYS_close_range, lo, hi, 0) == 0)
         return;
-    /* Kernels before 5.9: close one by one up to the fd limit. */
+    /* Kernels before 5.9: what /proc lists, not up to the fd limit alone,
+     * which the task's own RLIMIT_NOFILE (set above) may have lowered
+     * below an fd the zygote holds. */
+    if (close_listed(lo, hi) == 0)
+        return;
+    /* No /proc: close one by one up to the fd limit. */
     struct rlimit rl;
     unsigned max = 65536;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&

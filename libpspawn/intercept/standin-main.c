@@ -341,8 +341,12 @@ static void __attribute__((noreturn)) wait_and_exit_like(int sock, struct signal
     }
     route_standin_remove(getpid());
     if (status == -1) {
+        /* Which kernel feature would have told: without a pidfd (before
+         * 5.3) the task cannot even be waited for once the zygote is gone. */
         fprintf(stderr, "pspawn-standin: lost the zygote before task %d ended: its exit "
-                "status is unknown (Linux 6.15 or later keeps it)\n", (int)task);
+                "status is unknown (%s)\n", (int)task,
+                sigs->task_pidfd >= 0 ? "Linux 6.15 or later keeps it"
+                                      : "no pidfd_open: Linux 5.3 or later waits for it");
         _exit(1);
     }
     pspawn_standin_exit_like(status);

@@ -530,4 +530,10 @@ double pspawn_now_ms(void);
  * child of ours to reap (someone else reaped it). */
 int pspawn_pidfd_try_reap(int pidfd, int *status);
 
+/* A pidfd of our child PID to reap it by (pspawn_pidfd_try_reap), or -1:
+ * with errno ENOSYS where waitid(2) takes no P_PIDFD (Linux 5.3 has
+ * pidfd_open, waitid's P_PIDFD came in 5.4), where the caller reaps by pid
+ * as on kernels without pidfds. */
+int pspawn_pidfd_open_reapable(pid_t pid);
+
 #endif

@@ -150,7 +150,7 @@ static void reap_blocking(pid_t pid)
 
 void pspawn_batch_reap_later(struct batch *b, pid_t pid)
 {
-    int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+    int fd = pspawn_pidfd_open_reapable(pid);
     if (fd >= 0 && b->ncancelled == b->capcancelled) {
         size_t cap = b->capcancelled ? 2 * b->capcancelled : 16;
         struct cancelled_task *v = realloc(b->cancelled, cap * sizeof *v);

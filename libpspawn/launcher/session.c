@@ -88,14 +88,15 @@ static void add_unwatched(pspawn_session_t *s, size_t i)
 /* PSPAWN_SESSION_REAP: watch task I's exit. */
 static void watch_exit(pspawn_session_t *s, size_t i)
 {
-    int fd = (int)syscall(SYS_pidfd_open, s->b.task[i].t.pid, 0);
+    int fd = pspawn_pidfd_open_reapable(s->b.task[i].t.pid);
     struct epoll_event e = { .events = EPOLLIN, .data.u64 = EV_TASK + (uint64_t)i };
     if (fd >= 0 && epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &e) == 0) {
         fcntl(fd, F_SETFD, FD_CLOEXEC);
         s->task[i].exit_pidfd = fd;
         return;
     }
-    /* No fd left (EMFILE), or no watch: looked at every few ms. */
+    /* No fd left (EMFILE), no watch, or no pidfd to reap by (before Linux
+     * 5.4): looked at every few ms. */
     if (fd >= 0)
         close(fd);
     add_unwatched(s, i);
@@ -399,9 +400,12 @@ int pspawn_session_progress(pspawn_session_t *s)
     if (!s)
         return EINVAL;
     take_ready(s);
+    /* Before the step, as take_ready's pidfds: a task is never reaped in
+     * the progress that made it SPAWNED, so the caller that takes that
+     * event finds it alive (or a zombie) and its pid still its own. */
+    reap_unwatched(s);
     if (pspawn_batch_busy(&s->b))
         pspawn_batch_step(&s->b, 0);
-    reap_unwatched(s);
     after_change(s);
     return 0;
 }

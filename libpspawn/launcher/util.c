@@ -2,11 +2,14 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "pidfd.h"
@@ -31,6 +34,29 @@ double pspawn_now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Whether waitid takes P_PIDFD: EBADF for no fd from 5.4, EINVAL before. */
+static int waitid_takes_pidfd(void)
+{
+    static int known;   /* 0: not asked yet, 1: yes, -1: no */
+    int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
+    if (!k) {
+        siginfo_t si;
+        k = waitid((idtype_t)P_PIDFD, (id_t)INT_MAX, &si, WEXITED | WNOHANG) < 0 &&
+                    errno == EINVAL ? -1 : 1;
+        __atomic_store_n(&known, k, __ATOMIC_RELAXED);
+    }
+    return k > 0;
+}
+
+int pspawn_pidfd_open_reapable(pid_t pid)
+{
+    if (!waitid_takes_pidfd()) {
+        errno = ENOSYS;
+        return -1;
+    }
+    return (int)syscall(SYS_pidfd_open, pid, 0);
 }
 
 int pspawn_pidfd_try_reap(int pidfd, int *status)

@@ -70,10 +70,13 @@ static int reap_server(struct zygote_server *sv, int *status)
         int r;
         while ((r = waitid((idtype_t)P_PIDFD, (id_t)sv->pidfd, &si, WEXITED)) < 0 && errno == EINTR)
             ;
-        if (r < 0)
+        if (r == 0) {
+            *status = si.si_code == CLD_EXITED ? (si.si_status & 0xff) << 8 : si.si_status & 0x7f;
+            return 1;
+        }
+        if (errno != EINVAL)
             return 0;   /* reaped by someone else */
-        *status = si.si_code == CLD_EXITED ? (si.si_status & 0xff) << 8 : si.si_status & 0x7f;
-        return 1;
+        /* EINVAL: Linux 5.3, pidfds but no waitid(P_PIDFD): by pid. */
     }
     pid_t r;
     while ((r = waitpid(sv->pid, status, 0)) < 0 && errno == EINTR)
