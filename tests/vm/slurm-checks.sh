@@ -1,0 +1,188 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# tests/vm/slurm-checks.sh - runs in the cgroup v2 guest of
+# tests/vm/slurm-vm.sh (as root, from the guest's second disk, output on
+# the serial port): srun --pspawn against plain srun on Slurm's cgroup/v2,
+# c1 under systemd (Delegate=yes, scope over D-Bus) and c2 with
+# IgnoreSystemd=yes in a cgroup namespace of its own.  Every check runs
+# both ways in the same guest and compares.
+here=$(cd "$(dirname "$0")" && pwd)
+echo; echo "slurm-vm: begin"
+t_begin=$(date +%s)
+PSPAWN_BIN=unused TESTS_BUILDDIR=unused
+. "$here/taplib.sh"
+# finish: the plan, then the end marker tests/vm/slurm-vm.sh looks for.
+finish() { diag "checks: $(( $(date +%s) - t_begin )) s"; echo "1..$tap_n"; echo "slurm-vm: end $tap_failed"; exit 0; }
+src=/usr/src/libpspawn
+E2E=/home/alice/vm
+export SLURM_TIME_FORMAT=standard
+
+# ax CMD: CMD as alice in $E2E.  root_c2 CMD: CMD as root in node c2's
+# namespaces (its /tmp, /run, cgroup tree).
+ax() { runuser -u alice -- bash -c "cd $E2E 2>/dev/null; $1"; }
+on() {
+    if [ "$1" = c1 ]; then bash -c "$2"
+    else nsenter -t "$(pgrep -o -f '^/usr/sbin/slurmd -D -N c2')" -n -u -m -C bash -c "$2"; fi
+}
+
+# The cluster: both nodes idle (slurmd and slurmctld start after systemd
+# reaches its units; under QEMU's emulator that takes a while).
+t0=$(date +%s)
+while [ $(( $(date +%s) - t0 )) -lt 300 ]; do
+    [ "$(timeout 20 sinfo -h -N -o %T 2>/dev/null | grep -c '^idle$')" = 2 ] && break
+    sleep 1
+done
+diag "systemd $(systemctl --version | head -n 1 | cut -d' ' -f2), kernel $(uname -r), $(sinfo -V), cluster idle after $(( $(date +%s) - t0 )) s of checks' wait, $(cut -d' ' -f1 /proc/uptime) s since boot"
+[ "$(sinfo -h -N -o %T | grep -c '^idle$')" = 2 ]
+if ! ok $? "two nodes idle: $(sinfo -h -N -o '%N=%T' | xargs)"; then
+    for u in slurmctld slurmd slurmd-c2; do systemctl status --no-pager -l $u 2>&1 | tail -n 8 | sed 's/^/# /'; done
+    tail -n 20 /var/log/slurm/*.log | sed 's/^/# /'
+    finish
+fi
+stat -f -c %T /sys/fs/cgroup | grep -qx cgroup2fs
+ok $? "the guest runs cgroup v2 only (/sys/fs/cgroup is $(stat -f -c %T /sys/fs/cgroup))"
+grep -qx 'Delegate=yes' <(systemctl show -p Delegate slurmd.service)
+ok $? "c1's slurmd is a systemd unit with Delegate=yes ($(systemctl show -p ControlGroup --value slurmd.service))"
+c2cg=$(systemctl show -p ControlGroup --value slurmd-c2.service)
+on c2 'cat /proc/$(pgrep -o -f "^/usr/sbin/slurmd -D -N c2")/cgroup' | grep -q '^0::/slurmd'
+ok $? "c2's slurmd is in a cgroup namespace of its own, rooted at $c2cg"
+
+mkdir -p "$E2E" && chown alice:alice "$E2E"
+ax "gcc -D_GNU_SOURCE -O2 -o task $src/tests/fixtures/task.c &&
+    gcc -D_GNU_SOURCE -O2 -o probe $src/tests/fixtures/probe.c"
+ok $? "the test programs build in the guest" || { finish; }
+
+settled() {
+    for _ in $(seq 100); do
+        sinfo -h -N -o %T | grep -qvx idle || return 0
+        sleep 0.3
+    done
+}
+# both NAME SRUN_ARGS [PSPAWN]: srun SRUN_ARGS plain, then with --pspawn
+# (or PSPAWN); outputs in $tmp/NAME.plain, NAME.pspawn, codes in
+# $rc_plain, $rc_pspawn.
+both() {
+    settled; ax "srun $2" >"$tmp/$1.plain" 2>&1; rc_plain=$?
+    settled; ax "srun ${3:---pspawn} $2" >"$tmp/$1.pspawn" 2>&1; rc_pspawn=$?
+}
+# same NAME DESCRIPTION [FILTER]: the two outputs agree through FILTER.
+same() {
+    if diff <(eval "${3:-sort}" <"$tmp/$1.plain") <(eval "${3:-sort}" <"$tmp/$1.pspawn") >"$tmp/$1.diff"; then
+        ok 0 "$2"
+    else
+        ok 1 "$2"; diag_file "$tmp/$1.diff" 12
+    fi
+}
+# The job's folder is job_N on Slurm < 26.05 (or with CgroupJobIdPaths=yes)
+# and the job's SLUID on 26.05: one name for either, for comparing.
+jobname="sed -E 's#/(job_[0-9]+|s[0-9A-Z]{13})/#/JOB/#'"
+
+# 1. Each task's cgroup, for each way a task can be made.
+for way in "--pspawn" "--pspawn=on,fanout=core" "--pspawn=on,mode=pip"; do
+    n=cg$(echo "$way" | tr -c 'a-z0-9\n' _)
+    both "$n" "-N2 -n4 -l cat /proc/self/cgroup" "$way"
+    grep -qE '^[0-9]+: 0::/system.slice/([^/]+_)?slurmstepd.scope/[^/]+/step_[0-9]+/user/task_[0-9]+$' "$tmp/$n.plain" &&
+        [ $rc_plain = 0 ] && [ $rc_pspawn = 0 ]
+    ok $? "$way: plain tasks are in step_S/user/task_T, both steps exit 0 ($rc_plain, $rc_pspawn)" ||
+        { diag_file "$tmp/$n.plain" 4; diag_file "$tmp/$n.pspawn" 4; }
+    same "$n" "$way: every task's /proc/self/cgroup equals plain srun's, on both nodes" "$jobname | sort"
+done
+# reuse=job: the job's zygote sits in the extern step; its tasks are moved
+# out of it into their step's task_T, as plain tasks are.
+reuse_job() {
+    ax "salloc -N2 -n4 bash -c 'srun $1 -l cat /proc/self/cgroup; srun $1 -l cat /proc/self/cgroup'" 2>&1 |
+        grep -E '^[0-9]+: ' | sed -E 's#/step_[0-9]+/#/step_S/#'
+}
+settled; reuse_job "" >"$tmp/reuse.plain"
+settled; reuse_job "--pspawn=on,reuse=job" >"$tmp/reuse.pspawn"
+[ "$(wc -l <"$tmp/reuse.plain")" = 8 ]
+ok $? "salloc with two steps: 8 task lines plain" || diag_file "$tmp/reuse.plain" 8
+same reuse "reuse=job: every task's /proc/self/cgroup equals plain srun's (two steps in one job)" "$jobname | sort"
+# ... and it was the job's zygote that forked them: their parent is in the
+# job's extern step (where a plain task's parent is its slurmstepd).
+settled
+ax "salloc -N2 -n4 bash -c 'srun --pspawn=on,reuse=job -l bash -c \"cat /proc/\\\$PPID/cgroup\"'" >"$tmp/reuse.parent" 2>&1
+[ "$(grep -cE '^[0-9]+: 0::/.*/step_extern(/|$)' "$tmp/reuse.parent")" = 4 ]
+ok $? "reuse=job: all 4 tasks' parent is in the job's extern step (the job's zygote)" || diag_file "$tmp/reuse.parent" 6
+# A Python step (the warm Python zygote).
+both py "-N2 -n4 -l python3 -c 'print(open(\"/proc/self/cgroup\").read().strip())'"
+[ $rc_plain = 0 ] && [ $rc_pspawn = 0 ]
+ok $? "Python step: both exit 0 ($rc_plain, $rc_pspawn)" || diag_file "$tmp/py.pspawn" 6
+same py "Python step: every task's /proc/self/cgroup equals plain srun's" "$jobname | sort"
+
+# 2. cpuset and devices: the plain task's.
+both cpus "-N2 -n4 -l bash -c 'c=\$(cut -d: -f3 /proc/self/cgroup); echo \$(cat /sys/fs/cgroup\$c/cpuset.cpus.effective) \$(grep Cpus_allowed_list /proc/self/status)'"
+same cpus "cpuset.cpus.effective of each task's cgroup and its affinity equal plain srun's"
+# /dev/full is a GRES device here (gres.conf): a task without --gres is
+# denied it by the step's device program, one with --gres=gpu:1 is not.
+both dev "-N1 -n1 bash -c 'echo > /dev/full; echo rc=\$?'"
+grep -q 'Operation not permitted' "$tmp/dev.plain"
+ok $? "plain: /dev/full (a GRES device not allocated) is denied" || diag_file "$tmp/dev.plain" 3
+same dev "--pspawn: the same device denial as plain"
+both devok "-N1 -n1 --gres=gpu:1 bash -c 'echo > /dev/full; echo rc=\$?'"
+same devok "--gres=gpu:1: the device allowed (ENOSPC) both ways"
+
+# 3. Memory.  A task allocating past --mem is OOM-killed, as a plain one.
+both oom "-N1 -n1 --mem=100M ./task hold 300 5"
+diag "--mem=100M, 300 MB: plain rc $rc_plain, --pspawn rc $rc_pspawn"
+[ $rc_plain != 0 ] && [ $rc_plain = $rc_pspawn ]
+ok $? "a task over --mem ends with the same srun status both ways ($rc_plain, $rc_pspawn)"
+grep -qi 'oom' "$tmp/oom.plain" && grep -qi 'oom' "$tmp/oom.pspawn"
+ok $? "both report an OOM kill" || { diag_file "$tmp/oom.plain" 4; diag_file "$tmp/oom.pspawn" 4; }
+# A task's own memory is charged to its task_T, not to the zygote's
+# cgroup: the task's shell reads its own cgroup's memory.current while its
+# child holds 128 MB.
+both mem "-N2 -n2 --mem=400M bash -c './task hold 128 10 & sleep 7; cat /sys/fs/cgroup\$(cut -d: -f3 /proc/self/cgroup)/memory.current; wait'"
+diag "memory.current of a task holding 128 MB: plain $(xargs <"$tmp/mem.plain"), --pspawn $(xargs <"$tmp/mem.pspawn")"
+[ "$(awk -v m=$((128 << 20)) '$1 >= m' "$tmp/mem.plain" | wc -l)" = 2 ] &&
+    [ "$(awk -v m=$((128 << 20)) '$1 >= m' "$tmp/mem.pspawn" | wc -l)" = 2 ]
+ok $? "each task's 128 MB are charged to its own task_T cgroup, on both nodes, both ways"
+
+# Where the rest is charged: each folder of the job on c1 while 2 tasks
+# hold 16 MB each (memory.current, and memory.stat's pagetables), plain,
+# with a step zygote and with the job's zygote (reuse=job, extern step;
+# the program by absolute path: reuse=job starts ./task's zygote in its
+# step, spank/README.md).
+cat >"$E2E/charges.sh" <<'SH'
+srun "$@" "$PWD/task" hold 16 12 &
+sleep 8
+cd /sys/fs/cgroup/system.slice/*slurmstepd.scope/job_$SLURM_JOB_ID || exit 1
+for d in $(find . -name memory.current | sort); do
+    d=${d%/memory.current}
+    echo "$d $(cat $d/memory.current) $(awk '$1 == "pagetables" { print $2 }' $d/memory.stat)"
+done
+wait
+SH
+for way in "" --pspawn "--pspawn=on,reuse=job"; do
+    settled
+    diag "bytes charged to each folder of the job (memory.current, pagetables), 2 tasks of 16 MB, srun ${way:-(plain)}:"
+    diag "$(ax "salloc -N1 -n2 -w c1 bash charges.sh $way" 2>/dev/null | awk 'NF == 3 && $1 ~ /^[.]/ { print "   " $0 }')"
+done
+
+# 4. scancel and the job's end leave nothing: no task, no zygote, no folder.
+leftovers() {
+    { ps -u alice -o pid=,args= | grep -v -e ' ps -u' -e 'bash -c'
+      on c1 'ls -d /sys/fs/cgroup/system.slice/*slurmstepd.scope/*/ 2>/dev/null | grep -v system/'
+      on c2 'ls -d /sys/fs/cgroup/system.slice/*slurmstepd.scope/*/ 2>/dev/null | grep -v system/'; } | sed '/^$/d'
+}
+for way in "" "--pspawn" "--pspawn=on,reuse=job"; do
+    settled
+    ax "srun $way -N2 -n4 -J sc $E2E/task hold 1 600 >/dev/null 2>&1 & sleep 1
+        for i in \$(seq 60); do [ -n \"\$(squeue -h -n sc -t R)\" ] && break; sleep 0.5; done; sleep 3
+        scancel -n sc; wait" >/dev/null 2>&1
+    for _ in $(seq 60); do [ -z "$(leftovers)" ] && break; sleep 0.5; done
+    left=$(leftovers)
+    [ -z "$left" ]
+    ok $? "scancel of srun ${way:-(plain)}: no process of alice's and no job folder left on either node" ||
+        diag "$left"
+done
+
+# 5. --wait-for-children (Slurm >= 25.05, cgroup v2).
+if srun --help 2>&1 | grep -q -- --wait-for-children; then
+    both wfc "-N1 -n1 --wait-for-children bash -c '(sleep 3; echo child done) & echo parent done'"
+    same wfc "--wait-for-children waits for a task's child both ways"
+else
+    skip "--wait-for-children" "srun $(sinfo -V | cut -d' ' -f2) has no --wait-for-children (Slurm >= 25.05)"
+fi
+
+finish
