@@ -13,8 +13,10 @@
  */
 #include "config.h"
 
+#include <sys/utsname.h>
 #include <unistd.h>
 
+#include "kernel.h"
 #include "pspawn_jobzygote.h"
 #include "pspawn_spank.h"
 /* After spank.h, for SLURM_EXTERN_CONT. */
@@ -33,6 +35,21 @@ struct pspawn_config pspawn_config;
 int slurm_spank_init_failure_mode = ESPANK_JOB_FAILURE;
 #endif
 
+/* What the node's kernel lacks of what libpspawn uses, at info level so
+ * that an admin sees it in slurmd's log without debug (README.md,
+ * "Requirements"); nothing when it lacks nothing. */
+static void log_kernel_gaps(void)
+{
+    const char *gaps[8];
+    size_t n = pspawn_kernel_gaps(gaps, sizeof gaps / sizeof gaps[0]);
+    struct utsname u;
+    const char *release = uname(&u) == 0 ? u.release : "?";
+    for (size_t i = 0; i < n; i++)
+        slurm_info("pspawn: kernel %s: %s", release, gaps[i]);
+    if (n == 0)
+        slurm_verbose("pspawn: kernel %s has every feature libpspawn uses", release);
+}
+
 /* Since Slurm 25.05 any non-zero return is an error (before, only a
  * negative one was): every path that means "nothing for pspawn here"
  * returns 0, and -1 means a real error only. */
@@ -42,7 +59,10 @@ int slurm_spank_init(spank_t sp, int ac, char *av[])
     spank_context_t ctx = spank_context();
     /* slurmd and the prolog/epilog load the plugin too: nothing to do
      * there, not even a plugstack.conf error to take (srun and slurmstepd
-     * say it), as a prolog that fails drains the node. */
+     * say it), as a prolog that fails drains the node.  slurmd, once as it
+     * starts, says what this node's kernel lacks and what that costs. */
+    if (ctx == S_CTX_SLURMD)
+        log_kernel_gaps();
     if (ctx != S_CTX_REMOTE && ctx != S_CTX_LOCAL && ctx != S_CTX_ALLOCATOR)
         return 0;
     pspawn_config_defaults(&pspawn_config);

@@ -373,7 +373,10 @@ tests_unit_options_items_LDADD = libpspawn/libpspawn-wire.la
 # profile of a kernel version (ENOSYS, EINVAL, E2BIG, ENOPROTOOPT, ENOTTY
 # where that kernel answers so); oldkernel.sh runs the front doors under
 # 4.18, 5.3, 5.10, 5.14, 6.1, 6.8 and 6.13.
-check_PROGRAMS += tests/fixtures/oldkernel
+check_PROGRAMS += tests/fixtures/oldkernel tests/fixtures/kernel-gaps
+tests_fixtures_kernel_gaps_SOURCES = tests/fixtures/kernel-gaps.c
+tests_fixtures_kernel_gaps_LDADD = libpspawn/libpspawn-wire.la
+tests_fixtures_kernel_gaps_LDFLAGS = -no-install
 tests_fixtures_oldkernel_SOURCES = tests/fixtures/oldkernel.c
 tests_fixtures_oldkernel_CFLAGS = $(launched_cflags_common)
 tests_fixtures_oldkernel_LDFLAGS = -no-install

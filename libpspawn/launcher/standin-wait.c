@@ -134,16 +134,6 @@ pid_t pspawn_standin_started(int sock, int wait_ms, int *setup_out, const char *
     return r.pid;
 }
 
-/* PIDFD_GET_INFO (Linux 6.15): a process's exit status, read through a
- * pidfd by anyone who holds one, even after another process reaped it. */
-struct standin_pidfd_info {
-    uint64_t mask, cgroupid;
-    uint32_t pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
-    int32_t exit_code;
-};
-#define STANDIN_PIDFD_GET_INFO _IOWR(0xFF, 11, struct standin_pidfd_info)
-#define STANDIN_PIDFD_INFO_EXIT 8u
-
 /* A task that has ended and is not reaped yet (its zygote stopped, or its
  * new parent not at it yet) shows its wait status in /proc (stat field 52,
  * exit_code); its pidfd, still alive after, says it was our task's. */
@@ -165,10 +155,10 @@ static int ended_status(pid_t task, int pidfd)
     int zombie = zombie_status(task, pidfd);
     if (zombie >= 0)
         return zombie;
-    struct standin_pidfd_info info;
+    struct pspawn_pidfd_info info;
     memset(&info, 0, sizeof info);
-    info.mask = STANDIN_PIDFD_INFO_EXIT;
-    if (ioctl(pidfd, STANDIN_PIDFD_GET_INFO, &info) == 0 && (info.mask & STANDIN_PIDFD_INFO_EXIT))
+    info.mask = PSPAWN_PIDFD_INFO_EXIT;
+    if (ioctl(pidfd, PSPAWN_PIDFD_GET_INFO, &info) == 0 && (info.mask & PSPAWN_PIDFD_INFO_EXIT))
         return info.exit_code;
     return -1;
 }
@@ -239,8 +229,8 @@ int pspawn_standin_orphan_status(pid_t task, int pidfd, const struct pspawn_stan
         int st = ended_status(task, pidfd);
         if (st >= 0)
             return st;
-        struct standin_pidfd_info info = { .mask = STANDIN_PIDFD_INFO_EXIT };
-        if (ioctl(pidfd, STANDIN_PIDFD_GET_INFO, &info) < 0 && errno != ESRCH)
+        struct pspawn_pidfd_info info = { .mask = PSPAWN_PIDFD_INFO_EXIT };
+        if (ioctl(pidfd, PSPAWN_PIDFD_GET_INFO, &info) < 0 && errno != ESRCH)
             return -1;
         struct timespec ts = { 0, 10 * 1000 * 1000 };
         nanosleep(&ts, NULL);

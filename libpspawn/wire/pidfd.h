@@ -7,6 +7,8 @@
 #ifndef PSPAWN_PIDFD_H
 #define PSPAWN_PIDFD_H
 
+#include <stdint.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 
 #ifndef SYS_pidfd_send_signal
@@ -22,5 +24,16 @@
 #ifndef P_PIDFD
 #define P_PIDFD 3
 #endif
+
+/* PIDFD_GET_INFO (Linux 6.13), and in its mask a reaped process's exit
+ * status (PIDFD_INFO_EXIT, 6.15): the struct's first version, which every
+ * later kernel takes. */
+struct pspawn_pidfd_info {
+    uint64_t mask, cgroupid;
+    uint32_t pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
+    int32_t exit_code;
+};
+#define PSPAWN_PIDFD_GET_INFO _IOWR(0xFF, 11, struct pspawn_pidfd_info)
+#define PSPAWN_PIDFD_INFO_EXIT 8u
 
 #endif

@@ -24,8 +24,13 @@ both() {
     grep -a '^pspawn' "$tmp/$_name.all" >"$tmp/$_name.err"
     grep -av '^pspawn' "$tmp/$_name.all" >"$tmp/$_name.icpt"
 }
+# same NAME: the outputs agree.  NUL bytes are left out of both: script(1)
+# now and then passes one on from the terminal's master side ahead of the
+# text (seen once, in the plain run of a fresh clone's tests/run on
+# 2026-11-27), which is the pty's, not the commands'.
 same() {
-    cmp -s "$tmp/$1.plain" "$tmp/$1.icpt" && [ -s "$tmp/$1.plain" ] && return 0
+    tr -d '\000' <"$tmp/$1.plain" >"$tmp/$1.plain.t" && tr -d '\000' <"$tmp/$1.icpt" >"$tmp/$1.icpt.t"
+    cmp -s "$tmp/$1.plain.t" "$tmp/$1.icpt.t" && [ -s "$tmp/$1.plain.t" ] && return 0
     diag "plain:"; diag_file "$tmp/$1.plain"; diag "intercepted:"; diag_file "$tmp/$1.icpt"
     diag_stderr "$tmp/$1.err" 12
     return 1

@@ -38,6 +38,15 @@ expected() {
     esac
 }
 
+# What pspawn_kernel_gaps (libpspawn/wire/kernel.c) finds missing.
+expected_gaps() {
+    case $1 in
+    4.18) echo "no pidfd_open,no close_range,no clone3 CLONE_INTO_CGROUP" ;;
+    5.3) echo "no waitid P_PIDFD,no PIDFD_INFO_EXIT,no close_range,no clone3 CLONE_INTO_CGROUP" ;;
+    *) echo "no PIDFD_INFO_EXIT" ;;
+    esac
+}
+
 # forked_clean FILE: the launch went through a zygote, nothing exec'd.
 forked_clean() {
     grep -q 'via zygote' "$1" && ! grep -q 'exec fallback\|exec instead\|via exec' "$1"
@@ -54,6 +63,11 @@ for v in $profiles; do
     got=$("$oldk" --check "$v")
     [ "$got" = "$(expected "$v")" ]
     ok $? "$v: the profile answers as Linux $v" || { diag "got:      $got"; diag "expected: $(expected "$v")"; }
+
+    # 1b. What the Slurm plugin tells slurmd's log this kernel lacks.
+    gaps=$(run "$TESTS_BUILDDIR/kernel-gaps" | sed 's/ (Linux.*//' | paste -sd, -)
+    [ "$gaps" = "$(expected_gaps "$v")" ]
+    ok $? "$v: the kernel's gaps said as slurmd starts: ${gaps:-none}" || diag "expected: $(expected_gaps "$v")"
 
     # 2. pspawn: plain launch, each task's output and the highest exit code.
     run "$pspawn" -v -n 4 "$task" print a >"$tmp/out" 2>"$tmp/err"

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "../fixtures/tap.h"
+#include "kernel.h"
 #include "spank-plugin.h"
 
 /* The one TAP stream, for the other files (test-plugin.h). */
@@ -235,7 +236,20 @@ static void case_init_and_option(void)
     tap_ok(p_init(&sp, 0, none) == 0 && host.option, "sbatch/salloc: --pspawn registered");
     host.context = S_CTX_SLURMD;
     host.option = NULL;
+    host.log[0] = '\0';
     tap_ok(p_init(&sp, 0, none) == 0 && !host.option, "slurmd: nothing registered");
+    /* ... and says what this kernel lacks, each gap once, at info level
+     * (tests/integration/oldkernel.sh shows the gaps under each profile). */
+    const char *gaps[8];
+    size_t ngaps = pspawn_kernel_gaps(gaps, 8), said = 0;
+    for (size_t i = 0; i < ngaps; i++)
+        said += strstr(host.log, gaps[i]) != NULL;
+    size_t lines = 0;
+    for (const char *l = host.log; (l = strstr(l, "pspawn: kernel ")) != NULL; l++)
+        lines++;
+    tap_ok(said == ngaps && lines == (ngaps ? ngaps : 1),
+           "slurmd: the kernel's %zu missing feature(s) logged as it starts (%zu lines)", ngaps,
+           lines);
     unload();
 }
 

@@ -47,6 +47,12 @@ c2cg=$(systemctl show -p ControlGroup --value slurmd-c2.service)
 on c2 'cat /proc/$(pgrep -o -f "^/usr/sbin/slurmd -D -N c2")/cgroup' | grep -q '^0::/slurmd'
 ok $? "c2's slurmd is in a cgroup namespace of its own, rooted at $c2cg"
 
+# The plugin says, as slurmd starts, what this kernel lacks: 6.12 keeps no
+# exit status for a reaped process's pidfd (PIDFD_INFO_EXIT, 6.15).
+said=$(grep -h -o 'pspawn: kernel [^:]*: no [A-Za-z_ ]* (Linux [0-9.]*)' /var/log/slurm/slurmd-c1.log 2>/dev/null | sort -u)
+echo "$said" | grep -q 'no PIDFD_INFO_EXIT (Linux 6.15)'
+ok $? "slurmd's log says what the kernel lacks: $(echo $said)"
+
 mkdir -p "$E2E" && chown alice:alice "$E2E"
 ax "gcc -D_GNU_SOURCE -O2 -o task $src/tests/fixtures/task.c &&
     gcc -D_GNU_SOURCE -O2 -o probe $src/tests/fixtures/probe.c"
@@ -183,6 +189,24 @@ if srun --help 2>&1 | grep -q -- --wait-for-children; then
     same wfc "--wait-for-children waits for a task's child both ways"
 else
     skip "--wait-for-children" "srun $(sinfo -V | cut -d' ' -f2) has no --wait-for-children (Slurm >= 25.05)"
+fi
+
+# bench/vm-srun's smoke timing: a step of 2 nodes x 4 tasks of the program
+# it built, plain, --pspawn, and reuse=job (the steps after the first of
+# one allocation), interleaved, medians.  Under QEMU's emulator: a smoke
+# check, not performance.
+if [ -d "$here/bench" ]; then
+    rm -rf /home/alice/bench && cp -a "$here/bench" /home/alice/bench && chown -R alice:alice /home/alice/bench
+    for prog in $(cd /home/alice/bench && ls -d */pynamic */trivial 2>/dev/null); do
+        settled
+        ax "salloc -N2 -n8 --ntasks-per-node=4 -O bash -c '
+            step() { s=\$(date +%s%N); srun \$1 -N2 -n8 --ntasks-per-node=4 -O /home/alice/bench/$prog >/dev/null || echo fail; e=\$(date +%s%N); echo \$(( (e - s) / 1000000 )); }
+            step \"\" >/dev/null; step --pspawn=on,reuse=job >/dev/null
+            for r in 1 2 3 4 5; do echo plain \$(step \"\"); echo pspawn \$(step --pspawn); echo job \$(step --pspawn=on,reuse=job); done'" \
+            >"$tmp/bench" 2>&1
+        med() { awk -v m="$1" '$1 == m { print $2 }' "$tmp/bench" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+        diag "bench: $prog, srun -N2 -n8 (4 per node), median of 5: plain $(med plain) ms, --pspawn $(med pspawn) ms, reuse=job $(med job) ms$(grep -q fail "$tmp/bench" && echo ' (a step FAILED)')"
+    done
 fi
 
 finish

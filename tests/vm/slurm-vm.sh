@@ -108,10 +108,17 @@ fi
 # 3. The checks, on a disk of their own.
 run=$(mktemp -d /tmp/pspawn-slurm-vm-run.XXXXXX)
 trap 'rm -rf "$run"' EXIT
+# SLURM_VM_BENCH=DIR: a program built for the guest (bench/vm-srun), timed
+# there after the checks.
 mkdir -p "$run/check"
 cp "$here/slurm-checks.sh" "$run/check/run"
-cp "$repo/tests/fixtures/taplib.sh" "$here"/slurm-checks/* "$run/check/" 2>/dev/null
-mke2fs -q -t ext4 -L pspawn-check -d "$run/check" "$run/check.img" 64M >/dev/null || fail "mke2fs of the checks' disk"
+cp "$repo/tests/fixtures/taplib.sh" "$run/check/"
+if [ -n "${SLURM_VM_BENCH:-}" ]; then
+    cp -a "$SLURM_VM_BENCH" "$run/check/bench" || fail "cannot copy $SLURM_VM_BENCH"
+fi
+size=$(( $(du -sm "$run/check" | cut -f1) * 2 + 64 ))
+mke2fs -q -t ext4 -L pspawn-check -d "$run/check" "$run/check.img" "${size}M" >/dev/null ||
+    fail "mke2fs of the checks' disk"
 
 append="root=/dev/vda rw console=ttyS0 panic=-1 quiet systemd.show_status=0 loglevel=3 net.ifnames=0"
 qemu=(qemu-system-x86_64 -m 3072 -smp 4 -display none -no-reboot
