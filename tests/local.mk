@@ -176,7 +176,7 @@ endif
 EXTRA_DIST += tests/vm/numa-vm.sh
 # Slurm on cgroup v2 under systemd, in a guest made from the mini-cluster's
 # image (tests/vm/slurm-vm.sh, run by tests/run after the e2e tests).
-EXTRA_DIST += tests/vm/slurm-vm.sh tests/vm/slurm-checks.sh tests/vm/slurm/Dockerfile \
+EXTRA_DIST += tests/vm/slurm-vm.sh tests/vm/slurm-checks.sh tests/vm/slurm-bench.sh tests/vm/slurm/Dockerfile \
 	tests/vm/slurm/slurm.conf tests/vm/slurm/cgroup.conf tests/vm/slurm/cgroup-c2.conf \
 	tests/vm/slurm/gres.conf tests/vm/slurm/node-c2 tests/vm/slurm/net-setup \
 	tests/vm/slurm/systemd/pspawn-vm-net.service tests/vm/slurm/systemd/slurmd-c2.service \

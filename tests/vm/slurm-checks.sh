@@ -191,22 +191,7 @@ else
     skip "--wait-for-children" "srun $(sinfo -V | cut -d' ' -f2) has no --wait-for-children (Slurm >= 25.05)"
 fi
 
-# bench/vm-srun's smoke timing: a step of 2 nodes x 4 tasks of the program
-# it built, plain, --pspawn, and reuse=job (the steps after the first of
-# one allocation), interleaved, medians.  Under QEMU's emulator: a smoke
-# check, not performance.
-if [ -d "$here/bench" ]; then
-    rm -rf /home/alice/bench && cp -a "$here/bench" /home/alice/bench && chown -R alice:alice /home/alice/bench
-    for prog in $(cd /home/alice/bench && ls -d */pynamic */trivial 2>/dev/null); do
-        settled
-        ax "salloc -N2 -n8 --ntasks-per-node=4 -O bash -c '
-            step() { s=\$(date +%s%N); srun \$1 -N2 -n8 --ntasks-per-node=4 -O /home/alice/bench/$prog >/dev/null || echo fail; e=\$(date +%s%N); echo \$(( (e - s) / 1000000 )); }
-            step \"\" >/dev/null; step --pspawn=on,reuse=job >/dev/null
-            for r in 1 2 3 4 5; do echo plain \$(step \"\"); echo pspawn \$(step --pspawn); echo job \$(step --pspawn=on,reuse=job); done'" \
-            >"$tmp/bench" 2>&1
-        med() { awk -v m="$1" '$1 == m { print $2 }' "$tmp/bench" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
-        diag "bench: $prog, srun -N2 -n8 (4 per node), median of 5: plain $(med plain) ms, --pspawn $(med pspawn) ms, reuse=job $(med job) ms$(grep -q fail "$tmp/bench" && echo ' (a step FAILED)')"
-    done
-fi
+# bench/vm-srun's smoke timing (tests/vm/slurm-bench.sh), after the checks.
+[ -d "$here/bench" ] && bash "$here/slurm-bench.sh" "$here/bench"
 
 finish
