@@ -246,15 +246,16 @@ static void relay_signals(void *arg)
                 kill(t->task, s[i]);
 }
 
-/* Our child the zygote serves the step's other stand-ins until their
- * tasks are done: wait for it, but not for one stopped for WAIT_MS (it
- * serves nobody; its tasks' stand-ins see to them). */
-static void wait_zygote(pid_t zpid, int wait_ms)
+/* The zygote ZPID serves the step's other stand-ins until their tasks are
+ * done, and its keeper, our child, lives as long: wait for the keeper,
+ * but not while the zygote has been stopped for WAIT_MS (it serves
+ * nobody; its tasks' stand-ins see to them). */
+static void wait_keeper(pid_t keeper, pid_t zpid, int wait_ms)
 {
-    int pidfd = (int)syscall(SYS_pidfd_open, zpid, 0);
+    int pidfd = (int)syscall(SYS_pidfd_open, keeper, 0);
     double stopped_since = -1;
     for (;;) {
-        pid_t r = waitpid(zpid, NULL, WNOHANG);
+        pid_t r = waitpid(keeper, NULL, WNOHANG);
         if (r > 0 || (r < 0 && errno != EINTR))
             break;
         struct pollfd p = { pidfd, POLLIN, 0 };
@@ -426,25 +427,32 @@ static void release_task(pid_t task, int relay, struct pspawn_hold *hold)
     say("task %d forked by the zygote (relay signals: %s)", (int)task, relay ? "yes" : "no");
 }
 
-/* Wait for the task's end on SOCK (or, the zygote lost, its pidfd),
- * relaying signals meanwhile, wait for our zygote ZPID (if ours), and exit
- * as the task did. */
+/* Wait for the task's end on SOCK (or, the zygote lost, from its keeper
+ * or its pidfd), relaying signals meanwhile, wait for our zygote's keeper
+ * (C->keeper, if ours), and exit as the task did. */
 static void __attribute__((noreturn)) wait_and_exit_like(int sock, pid_t task, int task_pidfd,
-                                                         pid_t zpid, int fail_fd, int wait_ms)
+                                                         unsigned long long start,
+                                                         const struct pspawn_standin_client *c,
+                                                         int wait_ms)
 {
     struct relay_target relayed = { task, task_pidfd };
     struct pspawn_standin_signals relay_from = { sig_pipe[0], relay_signals, &relayed };
     /* PSPAWN_TIMEOUT (10 s by default) for the zygote's word after the end. */
     int status = pspawn_standin_task_status(sock, task, task_pidfd, wait_ms / 3, &relay_from);
     close(sock);
-    if (zpid > 0)
-        wait_zygote(zpid, wait_ms);
-    if (fail_fd >= 0)
-        close(fail_fd);
-    if (status == -1 && task_pidfd >= 0) {
-        say("lost the zygote: waiting for task %d through its pidfd", (int)task);
-        status = pspawn_standin_orphan_status(task, task_pidfd, &relay_from);
+    if (status == -1) {
+        char name[200];
+        snprintf(name, sizeof name, "pspawn-%s", c->key);
+        say("lost the zygote: waiting for task %d through the zygote's keeper", (int)task);
+        const char *told;
+        status = pspawn_standin_lost_status(name, task, start, task_pidfd, &relay_from, &told);
+        if (status != -1)
+            say("task %d's wait status (0x%x) from %s", (int)task, (unsigned)status, told);
     }
+    if (c->keeper > 0)
+        wait_keeper(c->keeper, c->zpid, wait_ms);
+    if (c->fail_fd >= 0)
+        close(c->fail_fd);
     if (status == -1) {
         /* Which kernel feature would have told: without a pidfd (before
          * 5.3) the task cannot even be waited for once the zygote is gone. */
@@ -490,8 +498,6 @@ int main(int argc, char **argv)
     if (starter)
         return shim_start_job(&client, shim.lock_fd, shim.idle_ms);
     int sock = pspawn_standin_connect(&client);
-    pid_t zpid = client.zpid;
-    int fail_fd = client.fail_fd;
     if (sock < 0)
         exec_plain(path, targv, "no zygote to serve the task");
     /* The zygote answers within milliseconds of its turn; one that does
@@ -510,8 +516,12 @@ int main(int argc, char **argv)
     struct pspawn_hold hold = { .held = 0 };
     pid_t task = request_task(sock, path, targv, client.job, wait_ms, &hold);
     move_task(sock, path, targv, task, wait_ms, &hold);
-    /* Held, the task cannot have exited: this pidfd is its own. */
+    /* Held, the task cannot have exited: this pidfd is its own, and this
+     * start time, which with its pid names it to the zygote's keeper
+     * (there may be no pidfd). */
     int task_pidfd = (int)syscall(SYS_pidfd_open, task, 0);
+    unsigned long long start = 0;
+    pspawn_proc_stat(task, 22, 22, &start);
     release_task(task, relay, &hold);
-    wait_and_exit_like(sock, task, task_pidfd, zpid, fail_fd, wait_ms);
+    wait_and_exit_like(sock, task, task_pidfd, start, &client, wait_ms);
 }

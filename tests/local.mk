@@ -382,3 +382,7 @@ tests_fixtures_oldkernel_CFLAGS = $(launched_cflags_common)
 tests_fixtures_oldkernel_LDFLAGS = -no-install
 TESTS += tests/integration/oldkernel.sh
 EXTRA_DIST += tests/integration/oldkernel.sh
+# A stand-in zygote SIGKILLed under its tasks: each stand-in's exit status
+# from the zygote's keeper (a subreaper), on this kernel and those profiles.
+TESTS += tests/integration/keeper.sh
+EXTRA_DIST += tests/integration/keeper.sh

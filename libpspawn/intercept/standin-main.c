@@ -41,6 +41,7 @@
 #include "internal.h"
 #include "pidfd.h"
 #include "priority.h"
+#include "procfs.h"
 #include "route.h"
 #include "sayline.h"
 
@@ -326,18 +327,25 @@ static pid_t request_task(int sock, const char *path, char **argv, const char *s
     return task;
 }
 
-/* Wait for the task's end on SOCK (or, the zygote lost, its pidfd),
- * relaying signals meanwhile, and exit as it did. */
-static void __attribute__((noreturn)) wait_and_exit_like(int sock, struct signals *sigs,
-                                                         int wait_ms)
+/* Wait for the task's end on SOCK (or, the zygote KEY lost, from its
+ * keeper or the task's pidfd), relaying signals meanwhile, and exit as it
+ * did. */
+static void __attribute__((noreturn)) wait_and_exit_like(int sock, const char *key,
+                                                         unsigned long long start,
+                                                         struct signals *sigs, int wait_ms)
 {
     pid_t task = sigs->task;
     struct pspawn_standin_signals from = { sigs->fd, take_signals, sigs };
     int status = pspawn_standin_task_status(sock, task, sigs->task_pidfd, wait_ms / 3, &from);
     close(sock);
-    if (status == -1 && sigs->task_pidfd >= 0) {
-        say("lost the zygote: waiting for task %d through its pidfd", (int)task);
-        status = pspawn_standin_orphan_status(task, sigs->task_pidfd, &from);
+    if (status == -1) {
+        char name[200];
+        snprintf(name, sizeof name, "pspawn-%s", key);
+        say("lost the zygote: waiting for task %d through the zygote's keeper", (int)task);
+        const char *told;
+        status = pspawn_standin_lost_status(name, task, start, sigs->task_pidfd, &from, &told);
+        if (status != -1)
+            say("task %d's wait status (0x%x) from %s", (int)task, (unsigned)status, told);
     }
     route_standin_remove(getpid());
     if (status == -1) {
@@ -397,6 +405,10 @@ int main(int argc, char **argv)
      * scheduled twice more. */
     struct signals sigs = { .task = task, .task_pidfd = (int)syscall(SYS_pidfd_open, task, 0),
                             .own_group = new_session };
+    /* Its start time, held: with its pid, it names the task to the
+     * zygote's keeper (there may be no pidfd). */
+    unsigned long long start = 0;
+    pspawn_proc_stat(task, 22, 22, &start);
     sigset_t mask;
     relayed_set(&sigs.set);
     sigprocmask(SIG_BLOCK, &sigs.set, &mask);
@@ -410,5 +422,5 @@ int main(int argc, char **argv)
         exec_plain(path, argv, refused);
     }
     say("task %d (%s) forked by the zygote", (int)task, path);
-    wait_and_exit_like(sock, &sigs, wait_ms);
+    wait_and_exit_like(sock, key, start, &sigs, wait_ms);
 }

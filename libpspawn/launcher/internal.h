@@ -296,6 +296,8 @@ struct pspawn_standin_client {
     const struct program *prog; /* the program, inspected */
     void (*log)(const char *msg);   /* what happens, for debugging; or NULL */
     pid_t zpid;                 /* out: the zygote, if this call started it */
+    pid_t keeper;               /* out: its keeper, our child (keeper.c), to be waited for */
+    pid_t starter;              /* in the keeper: the process that had the zygote started */
     int fail_fd;                /* out: listening while the start failed */
     /* A job's zygote (srun --pspawn=reuse=job): root started it for the
      * step (pspawn_standin_start_job); a stand-in never starts one. */
@@ -316,6 +318,20 @@ int pspawn_standin_connect(struct pspawn_standin_client *c);
  * task count), wait until it parks, make its fan-out, and let the lock go.
  * 0, or -1 (C's log says why; the step's stand-ins then exec). */
 int pspawn_standin_start_job(struct pspawn_standin_client *c, int lock_fd);
+/* Start the zygote NAME with C's program and options, as our child, and
+ * wait until it parked (and took its fan-out): its pid, or -1 (C's log
+ * says why).  Called in its keeper (pspawn_keeper_start). */
+pid_t pspawn_standin_start_zygote(const struct pspawn_standin_client *c, const char *name);
+
+/* keeper.c: the process that starts a stand-in zygote and stays its
+ * parent, a child subreaper that keeps its tasks' exit status should it
+ * die while they run. */
+/* Fork the keeper, which starts the zygote NAME, closes its copy of
+ * LOCK_FD and says whether the zygote parked: the keeper's pid with
+ * C->zpid the zygote's, or -1 (the keeper has exited, and been waited
+ * for).  Our own LOCK_FD is the caller's to close. */
+pid_t pspawn_keeper_start(struct pspawn_standin_client *c, const char *name, int lock_fd);
+
 /* The hello of the zygote behind FD (C->detach: pspawn_standin_connect
  * did not read it): 0 if its loader's variables (and a warm
  * interpreter's start-up ones) are ours, else -1 with WHY. */
@@ -367,6 +383,12 @@ int pspawn_standin_task_status(int sock, pid_t task, int task_pidfd, int grace_m
  * until it has ended and give its wait status where the kernel kept it
  * (a zombie, or PIDFD_GET_INFO of Linux 6.15), else -1. */
 int pspawn_standin_orphan_status(pid_t task, int pidfd, const struct pspawn_standin_signals *sig);
+/* The zygote NAME is gone while TASK (started at START, /proc stat field
+ * 22) runs: wait until it has ended and give its wait status, from the
+ * zygote's keeper (any kernel), else from PIDFD (a zombie, or Linux
+ * 6.15's PIDFD_GET_INFO); -1 when neither can tell.  *FROM: which. */
+int pspawn_standin_lost_status(const char *name, pid_t task, unsigned long long start, int pidfd,
+                               const struct pspawn_standin_signals *sig, const char **from);
 /* Exit as the task did: the same code, or the same signal with no core. */
 void pspawn_standin_exit_like(int status) __attribute__((noreturn));
 

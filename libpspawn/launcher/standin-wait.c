@@ -238,6 +238,50 @@ int pspawn_standin_orphan_status(pid_t task, int pidfd, const struct pspawn_stan
     return -1;
 }
 
+/* TASK's status from the keeper of the zygote NAME, once the keeper, its
+ * reaper since the zygote died, has reaped it; -1 if there is no keeper of
+ * our user's there, or it did not reap TASK.  SIG is served meanwhile. */
+static int kept_status(const char *name, pid_t task, unsigned long long start,
+                       const struct pspawn_standin_signals *sig)
+{
+    char kname[256];
+    snprintf(kname, sizeof kname, "%s" PSPAWN_KEEPER_SUFFIX, name);
+    int fd = pspawn_connect_abstract(kname, geteuid());
+    struct keeper_query q = { PSPAWN_KEEPER_MAGIC, task, start };
+    if (fd < 0 || send(fd, &q, sizeof q, MSG_NOSIGNAL) != (ssize_t)sizeof q) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    /* As long as the task runs: the keeper answers once it has ended. */
+    for (;;) {
+        struct pollfd p[2] = { { fd, POLLIN, 0 }, { sig ? sig->fd : -1, POLLIN, 0 } };
+        if (poll(p, 2, -1) < 0)
+            continue;
+        take_signals(sig, &p[1]);
+        if (p[0].revents)
+            break;
+    }
+    struct keeper_answer a;
+    ssize_t got = recv(fd, &a, sizeof a, MSG_DONTWAIT);
+    close(fd);
+    if (got != (ssize_t)sizeof a || a.magic != PSPAWN_KEEPER_MAGIC || a.pid != task || !a.known)
+        return -1;
+    return a.status;
+}
+
+int pspawn_standin_lost_status(const char *name, pid_t task, unsigned long long start, int pidfd,
+                               const struct pspawn_standin_signals *sig, const char **from)
+{
+    int status = start ? kept_status(name, task, start, sig) : -1;
+    *from = "the zygote's keeper";
+    if (status < 0) {
+        status = pspawn_standin_orphan_status(task, pidfd, sig);
+        *from = "its pidfd";
+    }
+    return status;
+}
+
 void pspawn_standin_exit_like(int status)
 {
     if (WIFEXITED(status))

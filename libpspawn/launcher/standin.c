@@ -266,14 +266,14 @@ static void fan_out(const struct pspawn_standin_client *c, const struct pspawn_o
     pspawn_topology_free(&t);
 }
 
-/* Start the zygote as our child, with /dev/null as its stdio (it must not
- * hold our task's pipes open), and wait until it parked. */
-static pid_t start_zygote(const struct pspawn_standin_client *c, const char *name)
+/* The zygote as our child, with /dev/null as its stdio (it must not hold
+ * our task's pipes open). */
+pid_t pspawn_standin_start_zygote(const struct pspawn_standin_client *c, const char *name)
 {
     int rs[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, rs) < 0)
         return -1;
-    char listen_var[256], token_var[128], tasks_var[64];
+    char listen_var[256], token_var[128], tasks_var[64], starter_var[64] = "";
     snprintf(listen_var, sizeof listen_var, PSPAWN_ENV_LISTEN "=%s", name);
     snprintf(token_var, sizeof token_var, PSPAWN_ENV_TOKEN "=%s", c->token);
     snprintf(tasks_var, sizeof tasks_var, PSPAWN_ENV_TASKS "=%s",
@@ -296,12 +296,14 @@ static pid_t start_zygote(const struct pspawn_standin_client *c, const char *nam
         memset(&ps, 0, sizeof ps);
     char preload_var[PATH_MAX + 64] = PSPAWN_ENV_PRELOAD_LIBS "=";
     strncat(preload_var, o.preload, PATH_MAX);
+    if (c->starter > 0)
+        snprintf(starter_var, sizeof starter_var, PSPAWN_ENV_STARTER "=%d", (int)c->starter);
     char *first_only[2];
     char idle_var[64] = "";
     if (c->idle_ms > 0)
         snprintf(idle_var, sizeof idle_var, PSPAWN_ENV_IDLE "=%ld", c->idle_ms);
     /* (The python variables are NULL, the list's end, when not warm.) */
-    const char *const extra[] = { listen_var, token_var, tasks_var, idle_var,
+    const char *const extra[] = { listen_var, token_var, tasks_var, idle_var, starter_var,
                                   PSPAWN_ENV_SOCK "=3", o.preload[0] ? preload_var : "",
                                   o.pip ? PSPAWN_ENV_PIP "=1" : "", ps.first_var, ps.modules_var, NULL };
     struct zygote_exec x = {
@@ -346,11 +348,11 @@ int pspawn_standin_start_job(struct pspawn_standin_client *c, int lock_fd)
     char name[200];
     snprintf(name, sizeof name, "pspawn-%s", c->key);
     say(c, "starting the %s zygote %s", c->detach ? "launcher's" : "job's", name);
-    c->zpid = start_zygote(c, name);
+    c->keeper = pspawn_keeper_start(c, name, lock_fd);
     /* Waiting stand-ins connect once the lock goes; after a failure they
      * find no zygote, and exec. */
     close(lock_fd);
-    if (c->zpid < 0)
+    if (c->keeper < 0)
         return -1;
     say(c, "the %s zygote %d parked", c->detach ? "launcher's" : "job's", (int)c->zpid);
     return 0;
@@ -407,14 +409,15 @@ static int start_as_elected(struct pspawn_standin_client *c, const struct step_n
         return use_zygote(c, connect_busy(c, n->name, wait_ms));
     }
     say(c, "starting the zygote %s", n->name);
-    c->zpid = start_zygote(c, n->name);
-    if (c->zpid < 0) {
+    c->keeper = pspawn_keeper_start(c, n->name, lfd);
+    if (c->keeper < 0) {
         /* Tell the others to give up waiting. */
         c->fail_fd = pspawn_listen_abstract(n->fail, SOMAXCONN);
         close(lfd);
         return -1;
     }
     close(lfd);
+    say(c, "keeper %d keeps the zygote", (int)c->keeper);
     say(c, "zygote %d parked", (int)c->zpid);
     return use_zygote(c, connect_busy(c, n->name, wait_ms));
 }
@@ -497,7 +500,7 @@ int pspawn_standin_connect(struct pspawn_standin_client *c)
     snprintf(n.name, sizeof n.name, "pspawn-%s", c->key);
     snprintf(n.lock, sizeof n.lock, "%s.lock", n.name);
     snprintf(n.fail, sizeof n.fail, "%s.fail", n.name);
-    c->zpid = -1;
+    c->zpid = c->keeper = -1;
     c->fail_fd = -1;
     int wait_ms = pspawn_standin_wait_ms();
     /* Anyone can bind an abstract name first.  Another user's, on any of

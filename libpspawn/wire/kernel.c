@@ -83,7 +83,7 @@ size_t pspawn_kernel_gaps(const char *gaps[], size_t max)
     if (self < 0 && errno == ENOSYS) {
         GAP("no pidfd_open (Linux 5.3): processes are pinned by pid and start time, which "
             "cannot tell a pid reused within one clock tick; a task whose zygote dies while "
-            "it runs cannot be waited for, and its stand-in exits 1, saying so");
+            "it runs is waited for through the zygote's keeper alone, by pid and start time");
     } else if (self >= 0) {
         siginfo_t si;
         if (waitid((idtype_t)P_PIDFD, (id_t)INT_MAX, &si, WEXITED | WNOHANG) < 0 &&
@@ -91,7 +91,7 @@ size_t pspawn_kernel_gaps(const char *gaps[], size_t max)
             GAP("no waitid P_PIDFD (Linux 5.4): tasks and zygotes are reaped by pid");
         if (!keeps_exit_status(self))
             GAP("no PIDFD_INFO_EXIT (Linux 6.15): a task whose zygote dies while it runs "
-                "ends with its own exit status unknown; its stand-in exits 1, saying so");
+                "has its exit status from the zygote's keeper alone");
         close(self);
     }
     if (syscall(SYS_close_range, ~0U, ~0U, 0) < 0 && errno == ENOSYS)

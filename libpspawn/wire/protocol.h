@@ -74,6 +74,10 @@
  * starter and every step, serves until this many ms pass without a
  * stand-in, and finishes its running tasks and ends on SIGTERM. */
 #define PSPAWN_ENV_IDLE     "PSPAWN_ZYGOTE_IDLE"
+/* A stand-in zygote whose parent is its keeper (launcher/keeper.c): the
+ * pid of the process that had it started (a step's first stand-in, whose
+ * own task's end lets the zygote go sooner when idle). */
+#define PSPAWN_ENV_STARTER  "PSPAWN_ZYGOTE_STARTER"
 #define PSPAWN_TOKEN_LEN    64
 /* A sub-zygote exec'd by its root: "INDEX:NODE:CPUS" (CPUS in hex, as
  * PSPAWN_CPUSET_BYTES bytes; empty: do not bind), the group it serves. */
@@ -339,6 +343,27 @@ struct standin_reply {
  * whether a task exists.  A setup that takes longer than this is given up
  * (the task, which ran nothing of its program, is killed). */
 #define PSPAWN_SETUP_WAIT_MS 10000
+
+/* The keeper of a stand-in zygote (launcher/keeper.c) listens on the
+ * zygote's name with this suffix.  A stand-in whose zygote died while its
+ * task ran sends one KEEPER_QUERY (its task's pid and its start time,
+ * /proc stat field 22: the pid alone could be a later process's) and gets
+ * one KEEPER_ANSWER once the keeper, the task's reaper since, has reaped
+ * it: its wait status (KNOWN 1), or KNOWN 0 when the keeper did not reap
+ * it (someone else did, or it was never the zygote's). */
+#define PSPAWN_KEEPER_SUFFIX ".keeper"
+#define PSPAWN_KEEPER_MAGIC 0x7073706bu     /* "pspk" */
+struct keeper_query {
+    uint32_t magic;
+    int32_t pid;
+    uint64_t start;
+};
+struct keeper_answer {
+    uint32_t magic;
+    int32_t pid;
+    int32_t known;
+    int32_t status;         /* the task's wait status, if KNOWN */
+};
 
 /* The fan-out message's memfd: what the receiver (the root zygote, or a
  * forked sub-zygote that forks more) makes.  Groups are listed in the

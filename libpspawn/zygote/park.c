@@ -147,6 +147,7 @@ static void restore_env(void)
     libc_unsetenv(PSPAWN_ENV_TOKEN);
     libc_unsetenv(PSPAWN_ENV_TASKS);
     libc_unsetenv(PSPAWN_ENV_IDLE);
+    libc_unsetenv(PSPAWN_ENV_STARTER);
     libc_unsetenv(PSPAWN_ENV_PARENT);
     libc_unsetenv(PSPAWN_ENV_BASE);
     libc_unsetenv(PSPAWN_ENV_GROUP);
@@ -341,6 +342,8 @@ __attribute__((constructor)) static void proxy_init(int argc, char **argv, char 
             parked.expect_tasks = 0;
         if (!env_int(PSPAWN_ENV_IDLE, &parked.idle_ms) || parked.idle_ms < 0)
             parked.idle_ms = 0;
+        if (!env_int(PSPAWN_ENV_STARTER, &parked.starter) || parked.starter <= 1)
+            parked.starter = 0;
         parked.sock = (int)sock;
         parked.report = -1;
         parked.active = 1;

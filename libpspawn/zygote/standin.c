@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "pidfd.h"
+#include "procfs.h"
 #include "unixsock.h"
 #include "zygote.h"
 
@@ -453,12 +454,22 @@ static void hear_sub(int g, short ev)
     }
 }
 
+/* Whether STANDIN.STARTER still is the process that had us started: our
+ * parent, or, under a keeper, our parent's parent. */
+static int starter_is_ours(void)
+{
+    unsigned long long up = (unsigned long long)getppid();
+    if (parked.starter > 0 && pspawn_proc_stat((pid_t)up, 4, 4, &up) < 0)
+        return 0;
+    return (pid_t)up == standin.starter;
+}
+
 /* The root has nothing to do when no stand-in is connected and no task of
  * its own or of a sub-zygote's runs.  Returns the ms it may still wait for
  * one more stand-in (-1: not idle), or 0 when it is time to drain. */
 static int idle_left(long long *since)
 {
-    if (standin.starter_pidfd < 0 && getppid() != standin.starter)
+    if (standin.starter_pidfd < 0 && !starter_is_ours())
         standin.starter_done = 1;   /* no pidfd to tell us: reparented */
     if (standin.n > 0 || subs_busy()) {
         *since = -1;
@@ -513,11 +524,11 @@ static int start_serving(void)
         if (parked.groups[g].fwd >= 0)
             fcntl(parked.groups[g].fwd, F_SETFL,
                   fcntl(parked.groups[g].fwd, F_GETFL) | O_NONBLOCK);
-    /* Our parent, pinned: if it is no longer our parent once the pidfd is
-     * open, the pidfd may be another process's, and the starter is gone. */
-    standin.starter = getppid();
+    /* Our starter, pinned: if it no longer is once the pidfd is open, the
+     * pidfd may be another process's, and the starter is gone. */
+    standin.starter = parked.starter > 0 ? (pid_t)parked.starter : getppid();
     standin.starter_pidfd = (int)syscall(SYS_pidfd_open, standin.starter, 0);
-    if (getppid() != standin.starter) {
+    if (!starter_is_ours()) {
         if (standin.starter_pidfd >= 0)
             close(standin.starter_pidfd);
         standin.starter_pidfd = -1;

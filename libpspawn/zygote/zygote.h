@@ -94,6 +94,7 @@ struct parked {
     char token[PSPAWN_TOKEN_LEN];
     long expect_tasks;
     long idle_ms;           /* PSPAWN_ENV_IDLE: a job's zygote; 0: a step's */
+    long starter;           /* PSPAWN_ENV_STARTER: our keeper's starter; 0: our parent */
     main_fn real_main;
     char cwd[PATH_MAX];
     int cwd_released;           /* parked in "/": every task chdirs (to CWD if it asks none) */

@@ -18,7 +18,6 @@ task=$TESTS_BUILDDIR/task
 [ -x "$shim" ] || bail "no $shim"
 uid=$(id -u)
 export PSPAWN_SHIM_TOKEN="tok$$" PSPAWN_SHIM_DEBUG=1
-new_kernel=$(uname -r | awk -F. '{ print ($1 > 6 || ($1 == 6 && $2 >= 15)) ? 1 : 0 }')
 
 # The runs print nothing but a failure, then one line.
 t0=$(date +%s)

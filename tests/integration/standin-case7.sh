@@ -9,7 +9,7 @@
 # only once the others are done, so that it finds no zygote and starts
 # one, for itself alone: it must not wait for that zygote as for one that
 # serves the node's 8 tasks (a stand-in slow to start did that, 60 s, and
-# hung the case once).  Needs $shim, $task, $uid, $tmp, $new_kernel and
+# hung the case once).  Needs $shim, $task, $uid, $tmp and
 # taplib's ok, diag and diag_file.
 kill_batch() {
     _delay=$1 _late=${2:-}
@@ -41,9 +41,6 @@ kill_batch() {
     for i in 0 1 2 3 4 5 6 7; do
         _n=$(grep -c "^$i " "$tmp/runs7")
         _rc=$(cat "$tmp/rc7.$i")
-        if [ "$_rc" = 1 ] && [ "$new_kernel" = 0 ] && grep -q 'exit status is unknown' "$tmp/err7.$i"; then
-            _rc=0   # ran, and ended; a kernel before 6.15 lost its status
-        fi
         if [ "$_n" != 1 ] || [ "$_rc" != 0 ]; then
             _bad=1; diag "rank $i ran $_n times, its stand-in exited $_rc"; diag_file "$tmp/err7.$i" 6
         fi

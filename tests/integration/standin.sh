@@ -125,17 +125,14 @@ ok $? "our own user's connection gets the zygote's hello, then is kept, waiting 
 kill -TERM $holder
 wait $holder
 
-# Linux 6.15 or later keeps a reaped process's exit status for a pidfd.
-new_kernel=$(uname -r | awk -F. '{ print ($1 > 6 || ($1 == 6 && $2 >= 15)) ? 1 : 0 }')
 
 # zygote_pid ERRFILE...: the pid of the zygote a stand-in started, from
 # its debug line (empty until it parked).
 zygote_pid() { sed -n 's/.*zygote \([0-9]*\) parked$/\1/p' "$@" 2>/dev/null | head -n 1; }
 
 # 6. The zygote killed while its tasks run: each stand-in still waits for
-#    its own task and exits as it did (the kernel keeps a reaped process's
-#    exit status for a pidfd from Linux 6.15; before, the stand-in says
-#    the status is lost and exits 1).
+#    its own task and exits as it did, told by the zygote's keeper (on
+#    every kernel: see keeper.sh for older ones).
 export PSPAWN_SHIM_KEY="$uid.$$.6" PSPAWN_SHIM_LOCAL_TASKS=4
 t0=$(date +%s.%N)
 for i in 0 1 2 3; do
@@ -149,24 +146,18 @@ zpid=$(zygote_pid "$tmp"/err6.*)
 [ -n "$zpid" ] && kill -KILL "$zpid"
 wait
 t=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
-bad=0 unknown=0
+bad=0 kept=0
 for i in 0 1 2 3; do
     rc=$(cat "$tmp/rc6.$i")
-    if [ "$rc" = 1 ] && grep -q 'exit status is unknown' "$tmp/err6.$i"; then
-        unknown=$((unknown + 1))
-    elif [ "$rc" != $((i + 3)) ]; then
+    grep -q "from the zygote's keeper" "$tmp/err6.$i" && kept=$((kept + 1))
+    if [ "$rc" != $((i + 3)) ]; then
         bad=1; diag "stand-in $i exited $rc"; diag_file "$tmp/err6.$i" 5
     fi
 done
 [ -n "$zpid" ] && [ $bad = 0 ] && awk -v t="$t" 'BEGIN { exit !(t >= 1.9) }'
-ok $? "zygote killed while its 4 tasks run: each stand-in waits for its task (${t}s) and exits with its code ($unknown unknown: kernel before 6.15)"
-if [ -n "$zpid" ] && [ $unknown = 0 ] && [ $bad = 0 ]; then
-    ok 0 "zygote killed while its 4 tasks run: every exit code kept (Linux 6.15 or later)"
-elif [ $new_kernel = 1 ]; then
-    ok 1 "zygote killed while its 4 tasks run: every exit code kept (Linux 6.15 or later)"
-else
-    skip "Linux $(uname -r) keeps no exit status for a pidfd" "every exit code kept"
-fi
+ok $? "zygote killed while its 4 tasks run: each stand-in waits for its task (${t}s) and exits with its code"
+[ -n "$zpid" ] && [ $kept = 4 ]
+ok $? "zygote killed while its 4 tasks run: every exit code told by the zygote's keeper ($kept of 4)"
 
 # 7. The zygote killed at any moment of a batch of 8 stand-ins (and one
 #    stand-in that starts late): see standin-case7.sh.
@@ -206,7 +197,7 @@ if command -v strace >/dev/null && [ "$uid" = 0 ]; then
         grep -q 'plain exec: zygote lost before it started the task' "$tmp/err8.1"
     ok $? "zygote killed between forking a task and replying: the stand-in execs it instead, it runs once, nothing hangs (rc $rc1)" ||
         { diag_file "$tmp/err8.1" 6; diag_file "$tmp/runs8"; diag_file "$tmp/strace8"; diag_file "$tmp/strace8.err"; diag "zygote $zpid"; }
-    [ "$rc0" = 5 ] || { [ "$rc0" = 1 ] && [ $new_kernel = 0 ]; }
+    [ "$rc0" = 5 ]
     ok $? "the task forked before that still ends as it did (its stand-in exits $rc0)" ||
         diag_file "$tmp/err8.0" 6
     kill $spid 2>/dev/null
