@@ -45,7 +45,7 @@
 /* A stand-in that connects must ask within this. */
 #define KEEPER_ASK_MS 2000
 #define KEPT_MAX 4096       /* statuses kept, the oldest dropped first */
-#define ASKERS_MAX 256
+#define ASKERS_MAX 1024     /* a zygote serves as many stand-ins */
 
 struct kept {
     pid_t pid;
@@ -256,7 +256,7 @@ pid_t pspawn_keeper_start(struct pspawn_standin_client *c, const char *name, int
          * leaves our stand-ins to the kernel, as before keepers. */
         char kname[256];
         snprintf(kname, sizeof kname, "%s" PSPAWN_KEEPER_SUFFIX, name);
-        int lfd = k.zpid > 0 ? pspawn_listen_abstract(kname, 64) : -1;
+        int lfd = k.zpid > 0 ? pspawn_listen_abstract(kname, SOMAXCONN) : -1;
         if (k.zpid > 0 && lfd < 0 && c->log)
             c->log("the zygote's keeper cannot listen: its tasks' ends are left to the kernel");
         if (lfd >= 0)

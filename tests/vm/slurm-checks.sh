@@ -183,7 +183,46 @@ for way in "" "--pspawn" "--pspawn=on,reuse=job"; do
         diag "$left"
 done
 
-# 5. --wait-for-children (Slurm >= 25.05, cgroup v2).
+# 5. The zygote SIGKILLed while its tasks run (this kernel, 6.12, keeps no
+#    exit status for a reaped process's pidfd): each task still ends with
+#    its own exit code, told to its stand-in by the zygote's keeper, and
+#    srun reports the codes plain srun reports.  Each task writes its
+#    parent (the zygote) where root finds it.
+cat >"$E2E/exits.sh" <<'SH'
+echo $PPID >"$HOME/vm/zyg.$SLURM_PROCID"
+sleep 6
+exit $((3 + SLURM_PROCID))
+SH
+codes() { grep -o 'task[s]* [0-9-]*: Exited with exit code [0-9]*' "$1" | sort; }
+for way in "" "--pspawn" "--pspawn=on,reuse=job"; do
+    settled
+    rm -f "$E2E"/zyg.*
+    n=exits$(echo "$way" | tr -c 'a-z0-9\n' _)
+    ax "salloc -N2 -n4 srun $way bash $E2E/exits.sh" >"$tmp/$n" 2>&1 &
+    job=$!
+    for _ in $(seq 60); do [ "$(ls "$E2E"/zyg.* 2>/dev/null | wc -l)" = 4 ] && break; sleep 0.5; done
+    killed=0
+    if [ -n "$way" ]; then
+        for z in $(cat "$E2E"/zyg.* 2>/dev/null | sort -u); do kill -KILL "$z" && killed=$((killed + 1)); done
+    fi
+    wait $job
+    rc=$?
+    if [ -z "$way" ]; then
+        rc_plain=$rc
+        codes "$tmp/$n" >"$tmp/exits.plain"
+        [ "$(wc -l <"$tmp/exits.plain")" -ge 2 ]
+        ok $? "plain srun: each task's exit code reported (rc $rc): $(xargs <"$tmp/exits.plain")" ||
+            diag_file "$tmp/$n" 8
+    else
+        codes "$tmp/$n" >"$tmp/exits.pspawn"
+        [ $killed = 2 ] && [ $rc = $rc_plain ] && cmp -s "$tmp/exits.plain" "$tmp/exits.pspawn"
+        ok $? "srun $way, each node's zygote SIGKILLed under its 2 running tasks ($killed killed): every task's exit code as plain srun reports it (rc $rc)" ||
+            { diag_file "$tmp/$n" 8; diag_file "$tmp/exits.pspawn" 4; }
+    fi
+done
+rm -f "$E2E"/zyg.*
+
+# 6. --wait-for-children (Slurm >= 25.05, cgroup v2).
 if srun --help 2>&1 | grep -q -- --wait-for-children; then
     both wfc "-N1 -n1 --wait-for-children bash -c '(sleep 3; echo child done) & echo parent done'"
     same wfc "--wait-for-children waits for a task's child both ways"
