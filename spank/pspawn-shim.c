@@ -441,11 +441,9 @@ static void __attribute__((noreturn)) wait_and_exit_like(int sock, pid_t task, i
     int status = pspawn_standin_task_status(sock, task, task_pidfd, wait_ms / 3, &relay_from);
     close(sock);
     if (status == -1) {
-        char name[200];
-        snprintf(name, sizeof name, "pspawn-%s", c->key);
         say("lost the zygote: waiting for task %d through the zygote's keeper", (int)task);
         const char *told;
-        status = pspawn_standin_lost_status(name, task, start, task_pidfd, &relay_from, &told);
+        status = pspawn_standin_lost_status(c->key, task, start, task_pidfd, &relay_from, &told);
         if (status != -1)
             say("task %d's wait status (0x%x) from %s", (int)task, (unsigned)status, told);
     }
@@ -457,7 +455,7 @@ static void __attribute__((noreturn)) wait_and_exit_like(int sock, pid_t task, i
         /* Which kernel feature would have told: without a pidfd (before
          * 5.3) the task cannot even be waited for once the zygote is gone. */
         fprintf(stderr, "pspawn-shim: lost the zygote before task %d ended: its exit status "
-                "is unknown (%s)\n", (int)task,
+                "is unknown (no keeper of the zygote answered; %s)\n", (int)task,
                 task_pidfd >= 0 ? "Linux 6.15 or later keeps it"
                                 : "no pidfd_open: Linux 5.3 or later waits for it");
         _exit(1);

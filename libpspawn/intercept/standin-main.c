@@ -339,11 +339,9 @@ static void __attribute__((noreturn)) wait_and_exit_like(int sock, const char *k
     int status = pspawn_standin_task_status(sock, task, sigs->task_pidfd, wait_ms / 3, &from);
     close(sock);
     if (status == -1) {
-        char name[200];
-        snprintf(name, sizeof name, "pspawn-%s", key);
         say("lost the zygote: waiting for task %d through the zygote's keeper", (int)task);
         const char *told;
-        status = pspawn_standin_lost_status(name, task, start, sigs->task_pidfd, &from, &told);
+        status = pspawn_standin_lost_status(key, task, start, sigs->task_pidfd, &from, &told);
         if (status != -1)
             say("task %d's wait status (0x%x) from %s", (int)task, (unsigned)status, told);
     }
@@ -352,7 +350,7 @@ static void __attribute__((noreturn)) wait_and_exit_like(int sock, const char *k
         /* Which kernel feature would have told: without a pidfd (before
          * 5.3) the task cannot even be waited for once the zygote is gone. */
         fprintf(stderr, "pspawn-standin: lost the zygote before task %d ended: its exit "
-                "status is unknown (%s)\n", (int)task,
+                "status is unknown (no keeper of the zygote answered; %s)\n", (int)task,
                 sigs->task_pidfd >= 0 ? "Linux 6.15 or later keeps it"
                                       : "no pidfd_open: Linux 5.3 or later waits for it");
         _exit(1);

@@ -383,11 +383,11 @@ int pspawn_standin_task_status(int sock, pid_t task, int task_pidfd, int grace_m
  * until it has ended and give its wait status where the kernel kept it
  * (a zombie, or PIDFD_GET_INFO of Linux 6.15), else -1. */
 int pspawn_standin_orphan_status(pid_t task, int pidfd, const struct pspawn_standin_signals *sig);
-/* The zygote NAME is gone while TASK (started at START, /proc stat field
+/* The zygote pspawn-KEY is gone while TASK (started at START, /proc stat field
  * 22) runs: wait until it has ended and give its wait status, from the
  * zygote's keeper (any kernel), else from PIDFD (a zombie, or Linux
  * 6.15's PIDFD_GET_INFO); -1 when neither can tell.  *FROM: which. */
-int pspawn_standin_lost_status(const char *name, pid_t task, unsigned long long start, int pidfd,
+int pspawn_standin_lost_status(const char *key, pid_t task, unsigned long long start, int pidfd,
                                const struct pspawn_standin_signals *sig, const char **from);
 /* Exit as the task did: the same code, or the same signal with no core. */
 void pspawn_standin_exit_like(int status) __attribute__((noreturn));

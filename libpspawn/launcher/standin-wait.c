@@ -238,14 +238,15 @@ int pspawn_standin_orphan_status(pid_t task, int pidfd, const struct pspawn_stan
     return -1;
 }
 
-/* TASK's status from the keeper of the zygote NAME, once the keeper, its
- * reaper since the zygote died, has reaped it; -1 if there is no keeper of
- * our user's there, or it did not reap TASK.  SIG is served meanwhile. */
-static int kept_status(const char *name, pid_t task, unsigned long long start,
+/* TASK's status from the keeper of the zygote pspawn-KEY, once the keeper,
+ * its reaper since the zygote died, has reaped it; -1 if there is no
+ * keeper of our user's there, or it did not reap TASK.  SIG is served
+ * meanwhile. */
+static int kept_status(const char *key, pid_t task, unsigned long long start,
                        const struct pspawn_standin_signals *sig)
 {
     char kname[256];
-    snprintf(kname, sizeof kname, "%s" PSPAWN_KEEPER_SUFFIX, name);
+    snprintf(kname, sizeof kname, "pspawn-%s" PSPAWN_KEEPER_SUFFIX, key);
     int fd = pspawn_connect_abstract(kname, geteuid());
     struct keeper_query q = { PSPAWN_KEEPER_MAGIC, task, start };
     if (fd < 0 || send(fd, &q, sizeof q, MSG_NOSIGNAL) != (ssize_t)sizeof q) {
@@ -270,10 +271,10 @@ static int kept_status(const char *name, pid_t task, unsigned long long start,
     return a.status;
 }
 
-int pspawn_standin_lost_status(const char *name, pid_t task, unsigned long long start, int pidfd,
+int pspawn_standin_lost_status(const char *key, pid_t task, unsigned long long start, int pidfd,
                                const struct pspawn_standin_signals *sig, const char **from)
 {
-    int status = start ? kept_status(name, task, start, sig) : -1;
+    int status = start ? kept_status(key, task, start, sig) : -1;
     *from = "the zygote's keeper";
     if (status < 0) {
         status = pspawn_standin_orphan_status(task, pidfd, sig);
