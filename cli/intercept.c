@@ -9,11 +9,12 @@
  * memfd that it holds, which the scope's processes open through
  * /proc/PID/fd, so that nothing is left of it once pspawn and they are
  * gone, even after a SIGKILL), runs the launcher as its child and ends as
- * the launcher ends.  It is a child subreaper meanwhile: the scope's
- * zygotes, whose starters exit as soon as they park, are its children
- * rather than init's, and it stops them (SIGTERM: each finishes the tasks
- * it runs) once the launcher is done, and reaps them, so that none is
- * left to an init that does not reap (a container's).
+ * the launcher ends.  It is a child subreaper meanwhile: the keepers of
+ * the scope's zygotes, whose starters exit as soon as they park, are its
+ * children rather than init's, and it stops them (SIGTERM, which each
+ * passes on to its zygote: it finishes the tasks it runs) once the
+ * launcher is done, and reaps them, so that none is left to an init that
+ * does not reap (a container's).
  */
 #include "config.h"
 
@@ -126,8 +127,9 @@ static int make_scope(void)
     return set_env(ROUTE_ENV_TABLE, table) || set_env(ROUTE_ENV_SCOPE, scope) ? -1 : 0;
 }
 
-/* Stop the scope's zygotes among our children (adopted orphans): how
- * many were told to, their pids in PIDS (up to MAX). */
+/* Stop the scope's zygotes among our children (adopted orphans: their
+ * keepers, which pass SIGTERM on to them): how many were told to, their
+ * pids in PIDS (up to MAX). */
 static size_t stop_zygotes(const char *scope, pid_t *pids, size_t max)
 {
     size_t stopped = 0;
@@ -290,8 +292,16 @@ int cli_intercept(int argc, char **argv)
         }
         /* an adopted orphan (a zygote that ended, or a task of one) */
     }
+    /* A zygote's keeper (a subreaper) adopts what a routed task left
+     * behind, such as the keepers of the zygotes a routed sh started: once
+     * it ends they come to us, and the next round stops them. */
     pid_t stopped[256];
-    reap_zygotes(stopped, stop_zygotes(getenv(ROUTE_ENV_SCOPE), stopped, 256));
+    for (int round = 0; round < 8; round++) {
+        size_t n = stop_zygotes(getenv(ROUTE_ENV_SCOPE), stopped, 256);
+        if (n == 0)
+            break;
+        reap_zygotes(stopped, n);
+    }
     signal(SIGINT, SIG_DFL);
     if (WIFSIGNALED(status)) {
         signal(WTERMSIG(status), SIG_DFL);
