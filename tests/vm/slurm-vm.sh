@@ -164,7 +164,7 @@ if [ -e /dev/kvm ]; then
     # qemu that cannot start the guest under KVM at all exits at once (on
     # some of these machines: "failed to set MSR 0x10a", status 134).
     if [ $rc != 0 ] && [ $rc != 3 ] && ! grep -q 'slurm-vm: begin' "$run/log"; then
-        why=$(tr -d '\r' <"$run/log" | grep -a -m1 'qemu-system' || echo "qemu status $rc")
+        why=$(tr -d '\r' <"$run/log" | grep -a -m1 'qemu-system.*error' || echo "qemu status $rc")
         rc=3
     fi
 fi
