@@ -211,18 +211,25 @@ int pspawn_standin_task_status(int sock, pid_t task, int task_pidfd, int grace_m
     return -1;
 }
 
-int pspawn_standin_orphan_status(pid_t task, int pidfd, const struct pspawn_standin_signals *sig)
+/* Until FD is readable (or hung up), however long the task it stands for
+ * runs, taking SIG's signals meanwhile. */
+static void readable_serving(int fd, const struct pspawn_standin_signals *sig)
 {
-    if (pidfd < 0)
-        return -1;
     for (;;) {
-        struct pollfd p[2] = { { pidfd, POLLIN, 0 }, { sig ? sig->fd : -1, POLLIN, 0 } };
+        struct pollfd p[2] = { { fd, POLLIN, 0 }, { sig ? sig->fd : -1, POLLIN, 0 } };
         if (poll(p, 2, -1) < 0)
             continue;
         take_signals(sig, &p[1]);
         if (p[0].revents)
-            break;
+            return;
     }
+}
+
+int pspawn_standin_orphan_status(pid_t task, int pidfd, const struct pspawn_standin_signals *sig)
+{
+    if (pidfd < 0)
+        return -1;
+    readable_serving(pidfd, sig);
     /* Exited; its exit status is kept once its new parent has reaped it
      * (ESRCH until then), on kernels that keep it (6.15: ENOTTY before). */
     for (int tries = 0; tries < 200; tries++) {
@@ -255,14 +262,7 @@ static int kept_status(const char *key, pid_t task, unsigned long long start,
         return -1;
     }
     /* As long as the task runs: the keeper answers once it has ended. */
-    for (;;) {
-        struct pollfd p[2] = { { fd, POLLIN, 0 }, { sig ? sig->fd : -1, POLLIN, 0 } };
-        if (poll(p, 2, -1) < 0)
-            continue;
-        take_signals(sig, &p[1]);
-        if (p[0].revents)
-            break;
-    }
+    readable_serving(fd, sig);
     struct keeper_answer a;
     ssize_t got = recv(fd, &a, sizeof a, MSG_DONTWAIT);
     close(fd);
