@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -62,6 +63,58 @@ static char *extern_cgroups(const char *job_extern)
     if (d)
         closedir(d);
     return found;
+}
+
+/* Slurm 26.05's extern step runs no process of its own (earlier ones ran
+ * `sleep` there): the starter then joins the leaves that Slurm gives a
+ * process it adopts into the step (pam_slurm_adopt): the extern step's
+ * folder itself in each cgroup v1 hierarchy, and its user/task_special
+ * under cgroup v2, whose step folder holds no process of its own.  As
+ * /proc/PID/cgroup text (malloc'd), from JOB_EXTERN's lines. */
+static char *adopted_leaves(const char *job_extern)
+{
+    size_t len = strlen(job_extern) + 64, used = 0;
+    char *out = malloc(len);
+    const char *at = job_extern;
+    while (out && *at) {
+        const char *end = strchrnul(at, '\n');
+        int v2 = strncmp(at, "0::/", 4) == 0;
+        used += (size_t)snprintf(out + used, len - used, "%.*s%s\n", (int)(end - at), at,
+                                 v2 ? "/user/task_special" : "");
+        at = *end ? end + 1 : end;
+    }
+    return out;
+}
+
+/* Make the cgroup v2 leaf of PATHS (the cgroup.procs files the starter
+ * writes) where Slurm has not made it yet: user/task_special, the name
+ * Slurm gives it for the first process it adopts.  Slurm does not remove
+ * what it did not make: the topmost folder made here goes into MADE
+ * (MLEN bytes; "" if none), for the job's end (pspawn_jobzygote.c).  0,
+ * or -1 with errno. */
+static int make_adopted_leaf(char paths[][PATH_MAX], int n, char *made, size_t mlen)
+{
+    for (int i = 0; i < n; i++) {
+        char dir[PATH_MAX];
+        size_t l = strlen(paths[i]) - strlen("/cgroup.procs");
+        if (l < sizeof "/task_special" ||
+            strcmp(paths[i] + l - strlen("/task_special"), "/task_special/cgroup.procs") != 0)
+            continue;
+        snprintf(dir, sizeof dir, "%.*s", (int)l, paths[i]);
+        char *user = strrchr(dir, '/');
+        *user = '\0';      /* step_extern/user first, where Slurm has not made it */
+        for (int leaf = 0; leaf < 2; leaf++) {
+            if (leaf)
+                *user = '/';
+            if (mkdir(dir, 0755) < 0) {
+                if (errno != EEXIST)
+                    return -1;
+            } else if (!*made) {
+                snprintf(made, mlen, "%s", dir);
+            }
+        }
+    }
+    return 0;
 }
 
 #define OWN_VARS 5
@@ -229,13 +282,17 @@ static void __attribute__((noreturn)) starter(const struct pspawn_job_step *s, c
 }
 
 int pspawn_job_start(const struct pspawn_job_step *s, const char *key, const char *token,
-                     char *why, size_t wlen)
+                     char *made, size_t mlen, char *why, size_t wlen)
 {
-    char *to = s->job_extern ? extern_cgroups(s->job_extern) : NULL;
-    if (!to) {
-        snprintf(why, wlen, "no process in the job's extern step (PrologFlags=Contain?)");
+    made[0] = '\0';
+    if (!s->job_extern) {
+        snprintf(why, wlen, "no extern step (PrologFlags=Contain?)");
         return -1;
     }
+    char *to = extern_cgroups(s->job_extern);
+    int adopted = !to;
+    if (adopted)
+        to = adopted_leaves(s->job_extern);
     char *from = pspawn_read_file("/proc/self/cgroup");
     char *mounts = pspawn_read_file("/proc/self/mountinfo");
     static char paths[PSPAWN_CG_MAX][PATH_MAX];
@@ -246,6 +303,10 @@ int pspawn_job_start(const struct pspawn_job_step *s, const char *key, const cha
     if (n <= 0) {
         snprintf(why, wlen, "the job's extern step: %s", n < 0 ? "its cgroups cannot be read"
                                                                : "no cgroup of its own");
+        return -1;
+    }
+    if (adopted && make_adopted_leaf(paths, n, made, mlen) < 0) {
+        snprintf(why, wlen, "the job's extern step: its task_special: %s", strerror(errno));
         return -1;
     }
     static char lock_var[40] = "PSPAWN_SHIM_LOCK_FD=";

@@ -367,9 +367,16 @@ static void __attribute__((noreturn)) manage(const struct pspawn_job_step *s, in
     unlinkat(dirfd, entry, 0);
     keep_extern(dirfd, s->job_extern);
     make_room(dirfd, s->uid, s->max_zygotes, s->job_extern);
-    if (pspawn_job_start(s, key, token, why, sizeof why) < 0) {
+    char made[PATH_MAX];
+    if (pspawn_job_start(s, key, token, made, sizeof made, why, sizeof why) < 0) {
         reply(fd, "no %s", why);
         _exit(1);
+    }
+    int mfd = made[0] ? openat(dirfd, "made", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC |
+                                                  O_NOFOLLOW, 0600) : -1;
+    if (mfd >= 0) {
+        dprintf(mfd, "%s", made);   /* the first; a later one is the same */
+        close(mfd);
     }
     int efd = openat(dirfd, entry, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (efd >= 0) {
@@ -441,6 +448,48 @@ void pspawn_job_end(uint32_t jobid)
     }
 }
 
+/* The cgroup folder MADE that a starter made in the extern step (Slurm
+ * 26.05 on cgroup v2: user/task_special, pspawn_jobstart.c).  Slurm does
+ * not remove a folder it did not make, nor then the job's: what is in it
+ * (the job's zygotes and their keepers, no task) is killed, and once it
+ * is empty (2 s at most) it goes. */
+static void remove_made(const char *made)
+{
+    char f[PATH_MAX + 32];
+    snprintf(f, sizeof f, "%s/cgroup.kill", made);
+    int fd = open(f, O_WRONLY | O_CLOEXEC);
+    if (fd < 0 || write(fd, "1", 1) != 1) {
+        /* before Linux 5.14: each process, pinned */
+        snprintf(f, sizeof f, "%s%s/cgroup.procs", made,
+                 strcmp(strrchr(made, '/'), "/user") == 0 ? "/task_special" : "");
+        char *procs = pspawn_read_file(f), *at = procs;
+        while (at && *at) {
+            struct pspawn_pin p;
+            if (pspawn_pin_pid(&p, (pid_t)strtol(at, &at, 10)) == 0) {
+                pspawn_pin_signal(&p, SIGKILL);
+                pspawn_pin_close(&p);
+            }
+            at += strspn(at, "\n");
+        }
+        free(procs);
+    }
+    if (fd >= 0)
+        close(fd);
+    snprintf(f, sizeof f, "%s/cgroup.events", made);
+    for (int waited = 0; waited < 2000; waited += 10) {
+        char *events = pspawn_read_file(f);
+        int empty = !events || strstr(events, "populated 0");
+        free(events);
+        if (empty)
+            break;
+        struct timespec ts = { 0, 10 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+    snprintf(f, sizeof f, "%s/task_special", made);
+    rmdir(f);
+    rmdir(made);
+}
+
 static void job_end(uint32_t jobid)
 {
     char dir[64];
@@ -469,7 +518,22 @@ static void job_end(uint32_t jobid)
         if (strncmp(e->d_name, "z.", 2) == 0 &&
             entry_key(dirfd, e->d_name, key, sizeof key, &uid) == 0)
             signal_zygote(key, uid, job_extern, SIGKILL);  /* nothing to finish */
+        if (strcmp(e->d_name, "made") == 0)
+            continue;   /* last, below */
         unlinkat(dirfd, e->d_name, 0);
+    }
+    /* Root's file in root's directory, naming a folder in the job's
+     * extern step. */
+    char made[PATH_MAX];
+    int mfd = d ? openat(dirfd, "made", O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
+    ssize_t ml = mfd >= 0 ? read(mfd, made, sizeof made - 1) : -1;
+    if (mfd >= 0)
+        close(mfd);
+    if (ml > 0)
+        made[ml] = '\0';
+    if (ml > 0 && made[0] == '/' && !strstr(made, "/..")) {
+        remove_made(made);
+        unlinkat(dirfd, "made", 0);
     }
     if (d)
         closedir(d);

@@ -48,9 +48,11 @@ int pspawn_job_zygote(const struct pspawn_job_step *s, char *key, size_t keylen,
 /* pspawn_jobstart.c, in the job zygote manager (root, one thread): fork
  * the starter of the zygote KEY into the job's extern step, as the user,
  * holding KEY's lock name, and exec it.  0 once it holds the lock, or -1
- * with WHY. */
+ * with WHY.  MADE (MLEN bytes): the cgroup folder it had to make in the
+ * extern step (Slurm 26.05 on cgroup v2), which the job's end removes;
+ * "" where it made none. */
 int pspawn_job_start(const struct pspawn_job_step *s, const char *key, const char *token,
-                     char *why, size_t wlen);
+                     char *made, size_t mlen, char *why, size_t wlen);
 
 /* The job's end on this node (its extern step's slurm_spank_exit, as
  * root): kill what is left of its zygotes and remove its state. */

@@ -387,6 +387,8 @@ static int read_report(char *rep, size_t len)
     return -1;
 }
 
+static char made[PATH_MAX];     /* the folder the last start made */
+
 /* Start a zygote of the job as the manager does (the fake shim reports);
  * 0 with the report in REP. */
 static int start(const char *job, const char *rlimit_nofile, char *rep, size_t len, char *why)
@@ -406,7 +408,8 @@ static int start(const char *job, const char *rlimit_nofile, char *rep, size_t l
     char *job_extern = pspawn_job_extern();
     s.job_extern = job_extern;
     unlink(report);
-    int rc = pspawn_job_start(&s, key, "0123456789abcdef0123456789abcdef", why, 320);
+    int rc = pspawn_job_start(&s, key, "0123456789abcdef0123456789abcdef", made, sizeof made,
+                              why, 320);
     free(job_extern);
     return rc < 0 ? -1 : read_report(rep, len);
 }
@@ -468,6 +471,45 @@ static void case_fd_scrub(const char *job)
     end(e);
 }
 
+/* Slurm 26.05 runs no process in the extern step (earlier ones ran
+ * `sleep` there), and makes no user/task_special in it: the zygote starts
+ * in a task_special of its own making, and the job's end kills what is
+ * in it and removes it, so that Slurm can remove the job's folder. */
+static void case_no_extern_process(const char *job)
+{
+    const char *leaves[] = { "step_0/slurm", "step_0/user/task_0", "step_extern/slurm" };
+    char p[PATH_MAX], leaf[PATH_MAX], rep[4096], why[320] = "";
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "/slurmstepd.scope/%s/%s", job, leaves[i]);
+        mkdirs(p);
+    }
+    extern_leaf(job, leaf, sizeof leaf);
+    int rc = start(job, NULL, rep, sizeof rep, why);
+    char want[PATH_MAX * 3], user[PATH_MAX * 2];
+    snprintf(want, sizeof want, "\ncg %s%s\n", rel, leaf);
+    snprintf(user, sizeof user, "%s/slurmstepd.scope/%s/step_extern/user", base, job);
+    tap_ok(rc == 0 && strstr(rep, want) && strcmp(made, user) == 0,
+           "no process in the extern step (Slurm 26.05): the job's zygote starts in "
+           "step_extern/user/task_special, made for it (%s; made %s)",
+           rc ? why : strstr(rep, "\ncg ") ? strstr(rep, "\ncg ") + 1 : rep, made);
+    /* The job's end, as the manager keeps MADE in the job's state. */
+    pid_t z = sleeper(USER_A, leaf);
+    state_entry("00000000000000ef", "job.0.0.0.0");
+    snprintf(p, sizeof p, "/run/pspawn/job_%u/made", jobid);
+    FILE *f = fopen(p, "w");
+    if (f) {
+        fputs(made, f);
+        fclose(f);
+    }
+    pspawn_job_end(jobid);
+    struct stat st;
+    int gone = lstat(user, &st) < 0;
+    tap_ok(!alive(z) && gone,
+           "the job's end kills what is in the folder it made (%s) and removes it (%s)",
+           alive(z) ? "alive" : "killed", gone ? "removed" : "still there");
+    end(z);
+}
+
 static void run_cases(void)
 {
     jobid = 900000 + (uint32_t)getpid() % 90000;
@@ -485,6 +527,7 @@ static void run_cases(void)
     case_decoy_extern(sluid);
     case_fd_scrub(job);
     pspawn_job_end(jobid);
+    case_no_extern_process("sNOEXTERNPROC0");
     be_stepd(job, "step_0");
     unlink(report);
     rmdir(shimdir);
