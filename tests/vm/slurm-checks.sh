@@ -47,11 +47,18 @@ c2cg=$(systemctl show -p ControlGroup --value slurmd-c2.service)
 on c2 'cat /proc/$(pgrep -o -f "^/usr/sbin/slurmd -D -N c2")/cgroup' | grep -q '^0::/slurmd'
 ok $? "c2's slurmd is in a cgroup namespace of its own, rooted at $c2cg"
 
-# The plugin says, as slurmd starts, what this kernel lacks: 6.12 keeps no
-# exit status for a reaped process's pidfd (PIDFD_INFO_EXIT, 6.15).
+# The plugin says, as slurmd starts, what this kernel lacks: trixie's 6.12
+# keeps no exit status for a reaped process's pidfd (PIDFD_INFO_EXIT,
+# 6.15); sid's kernel lacks nothing, and the log says nothing.
 said=$(grep -h -o 'pspawn: kernel [^:]*: no [A-Za-z_ ]* (Linux [0-9.]*)' /var/log/slurm/slurmd-c1.log 2>/dev/null | sort -u)
-echo "$said" | grep -q 'no PIDFD_INFO_EXIT (Linux 6.15)'
-ok $? "slurmd's log says what the kernel lacks: $(echo $said)"
+release=$(uname -r | cut -d- -f1)
+if [ "$(printf '%s\n' "$release" 6.15 | sort -V | head -n 1)" != 6.15 ]; then
+    echo "$said" | grep -q 'no PIDFD_INFO_EXIT (Linux 6.15)'
+    ok $? "slurmd's log says what Linux $release lacks: $(echo $said)"
+else
+    [ -z "$said" ]
+    ok $? "slurmd's log says Linux $release lacks nothing (${said:-nothing said})"
+fi
 
 mkdir -p "$E2E" && chown alice:alice "$E2E"
 ax "gcc -D_GNU_SOURCE -O2 -o task $src/tests/fixtures/task.c &&
@@ -83,153 +90,234 @@ same() {
 # and the job's SLUID on 26.05: one name for either, for comparing.
 jobname="sed -E 's#/(job_[0-9]+|s[0-9A-Z]{13})/#/JOB/#'"
 
-# 1. Each task's cgroup, for each way a task can be made.
-for way in "--pspawn" "--pspawn=on,fanout=core" "--pspawn=on,mode=pip"; do
-    n=cg$(echo "$way" | tr -c 'a-z0-9\n' _)
-    both "$n" "-N2 -n4 -l cat /proc/self/cgroup" "$way"
-    grep -qE '^[0-9]+: 0::/system.slice/([^/]+_)?slurmstepd.scope/[^/]+/step_[0-9]+/user/task_[0-9]+$' "$tmp/$n.plain" &&
-        [ $rc_plain = 0 ] && [ $rc_pspawn = 0 ]
-    ok $? "$way: plain tasks are in step_S/user/task_T, both steps exit 0 ($rc_plain, $rc_pspawn)" ||
-        { diag_file "$tmp/$n.plain" 4; diag_file "$tmp/$n.pspawn" 4; }
-    same "$n" "$way: every task's /proc/self/cgroup equals plain srun's, on both nodes" "$jobname | sort"
-done
-# reuse=job: the job's zygote sits in the extern step; its tasks are moved
-# out of it into their step's task_T, as plain tasks are.
-reuse_job() {
-    ax "salloc -N2 -n4 bash -c 'srun $1 -l cat /proc/self/cgroup; srun $1 -l cat /proc/self/cgroup'" 2>&1 |
-        grep -E '^[0-9]+: ' | sed -E 's#/step_[0-9]+/#/step_S/#'
-}
-settled; reuse_job "" >"$tmp/reuse.plain"
-settled; reuse_job "--pspawn=on,reuse=job" >"$tmp/reuse.pspawn"
-[ "$(wc -l <"$tmp/reuse.plain")" = 8 ]
-ok $? "salloc with two steps: 8 task lines plain" || diag_file "$tmp/reuse.plain" 8
-same reuse "reuse=job: every task's /proc/self/cgroup equals plain srun's (two steps in one job)" "$jobname | sort"
-# ... and it was the job's zygote that forked them: their parent is in the
-# job's extern step (where a plain task's parent is its slurmstepd).
-settled
-ax "salloc -N2 -n4 bash -c 'srun --pspawn=on,reuse=job -l bash -c \"cat /proc/\\\$PPID/cgroup\"'" >"$tmp/reuse.parent" 2>&1
-[ "$(grep -cE '^[0-9]+: 0::/.*/step_extern(/|$)' "$tmp/reuse.parent")" = 4 ]
-ok $? "reuse=job: all 4 tasks' parent is in the job's extern step (the job's zygote)" || diag_file "$tmp/reuse.parent" 6
-# A Python step (the warm Python zygote).
-both py "-N2 -n4 -l python3 -c 'print(open(\"/proc/self/cgroup\").read().strip())'"
-[ $rc_plain = 0 ] && [ $rc_pspawn = 0 ]
-ok $? "Python step: both exit 0 ($rc_plain, $rc_pspawn)" || diag_file "$tmp/py.pspawn" 6
-same py "Python step: every task's /proc/self/cgroup equals plain srun's" "$jobname | sort"
+# checks: srun --pspawn against plain srun, every way; once per way Slurm
+# names a job's folder (below).
+checks() {
+    # 1. Each task's cgroup, for each way a task can be made.
+    for way in "--pspawn" "--pspawn=on,fanout=core" "--pspawn=on,mode=pip"; do
+        n=cg$(echo "$way" | tr -c 'a-z0-9\n' _)
+        both "$n" "-N2 -n4 -l cat /proc/self/cgroup" "$way"
+        grep -qE '^[0-9]+: 0::/system.slice/([^/]+_)?slurmstepd.scope/[^/]+/step_[0-9]+/user/task_[0-9]+$' "$tmp/$n.plain" &&
+            [ $rc_plain = 0 ] && [ $rc_pspawn = 0 ]
+        ok $? "$way: plain tasks are in step_S/user/task_T, both steps exit 0 ($rc_plain, $rc_pspawn)" ||
+            { diag_file "$tmp/$n.plain" 4; diag_file "$tmp/$n.pspawn" 4; }
+        same "$n" "$way: every task's /proc/self/cgroup equals plain srun's, on both nodes" "$jobname | sort"
+    done
+    # reuse=job: the job's zygote sits in the extern step; its tasks are moved
+    # out of it into their step's task_T, as plain tasks are.
+    reuse_job() {
+        ax "salloc -N2 -n4 bash -c 'srun $1 -l cat /proc/self/cgroup; srun $1 -l cat /proc/self/cgroup'" 2>&1 |
+            grep -E '^[0-9]+: ' | sed -E 's#/step_[0-9]+/#/step_S/#'
+    }
+    settled; reuse_job "" >"$tmp/reuse.plain"
+    settled; reuse_job "--pspawn=on,reuse=job" >"$tmp/reuse.pspawn"
+    [ "$(wc -l <"$tmp/reuse.plain")" = 8 ]
+    ok $? "salloc with two steps: 8 task lines plain" || diag_file "$tmp/reuse.plain" 8
+    same reuse "reuse=job: every task's /proc/self/cgroup equals plain srun's (two steps in one job)" "$jobname | sort"
+    # ... and it was the job's zygote that forked them: their parent is in the
+    # job's extern step (where a plain task's parent is its slurmstepd).
+    settled
+    ax "salloc -N2 -n4 bash -c 'srun --pspawn=on,reuse=job -l bash -c \"cat /proc/\\\$PPID/cgroup\"'" >"$tmp/reuse.parent" 2>&1
+    [ "$(grep -cE '^[0-9]+: 0::/.*/step_extern(/|$)' "$tmp/reuse.parent")" = 4 ]
+    ok $? "reuse=job: all 4 tasks' parent is in the job's extern step (the job's zygote)" || diag_file "$tmp/reuse.parent" 6
+    # A Python step (the warm Python zygote).
+    both py "-N2 -n4 -l python3 -c 'print(open(\"/proc/self/cgroup\").read().strip())'"
+    [ $rc_plain = 0 ] && [ $rc_pspawn = 0 ]
+    ok $? "Python step: both exit 0 ($rc_plain, $rc_pspawn)" || diag_file "$tmp/py.pspawn" 6
+    same py "Python step: every task's /proc/self/cgroup equals plain srun's" "$jobname | sort"
 
-# 2. cpuset and devices: the plain task's.
-both cpus "-N2 -n4 -l bash -c 'c=\$(cut -d: -f3 /proc/self/cgroup); echo \$(cat /sys/fs/cgroup\$c/cpuset.cpus.effective) \$(grep Cpus_allowed_list /proc/self/status)'"
-same cpus "cpuset.cpus.effective of each task's cgroup and its affinity equal plain srun's"
-# /dev/full is a GRES device here (gres.conf): a task without --gres is
-# denied it by the step's device program, one with --gres=gpu:1 is not.
-both dev "-N1 -n1 bash -c 'echo > /dev/full; echo rc=\$?'"
-grep -q 'Operation not permitted' "$tmp/dev.plain"
-ok $? "plain: /dev/full (a GRES device not allocated) is denied" || diag_file "$tmp/dev.plain" 3
-same dev "--pspawn: the same device denial as plain"
-both devok "-N1 -n1 --gres=gpu:1 bash -c 'echo > /dev/full; echo rc=\$?'"
-same devok "--gres=gpu:1: the device allowed (ENOSPC) both ways"
+    # 2. cpuset and devices: the plain task's.
+    both cpus "-N2 -n4 -l bash -c 'c=\$(cut -d: -f3 /proc/self/cgroup); echo \$(cat /sys/fs/cgroup\$c/cpuset.cpus.effective) \$(grep Cpus_allowed_list /proc/self/status)'"
+    same cpus "cpuset.cpus.effective of each task's cgroup and its affinity equal plain srun's"
+    # /dev/full is a GRES device here (gres.conf): a task without --gres is
+    # denied it by the step's device program, one with --gres=gpu:1 is not.
+    both dev "-N1 -n1 bash -c 'echo > /dev/full; echo rc=\$?'"
+    grep -q 'Operation not permitted' "$tmp/dev.plain"
+    ok $? "plain: /dev/full (a GRES device not allocated) is denied" || diag_file "$tmp/dev.plain" 3
+    same dev "--pspawn: the same device denial as plain"
+    both devok "-N1 -n1 --gres=gpu:1 bash -c 'echo > /dev/full; echo rc=\$?'"
+    same devok "--gres=gpu:1: the device allowed (ENOSPC) both ways"
 
-# 3. Memory.  A task allocating past --mem is OOM-killed, as a plain one.
-both oom "-N1 -n1 --mem=100M ./task hold 300 5"
-diag "--mem=100M, 300 MB: plain rc $rc_plain, --pspawn rc $rc_pspawn"
-[ $rc_plain != 0 ] && [ $rc_plain = $rc_pspawn ]
-ok $? "a task over --mem ends with the same srun status both ways ($rc_plain, $rc_pspawn)"
-grep -qi 'oom' "$tmp/oom.plain" && grep -qi 'oom' "$tmp/oom.pspawn"
-ok $? "both report an OOM kill" || { diag_file "$tmp/oom.plain" 4; diag_file "$tmp/oom.pspawn" 4; }
-# A task's own memory is charged to its task_T, not to the zygote's
-# cgroup: the task's shell reads its own cgroup's memory.current while its
-# child holds 128 MB.
-both mem "-N2 -n2 --mem=400M bash -c './task hold 128 10 & sleep 7; cat /sys/fs/cgroup\$(cut -d: -f3 /proc/self/cgroup)/memory.current; wait'"
-diag "memory.current of a task holding 128 MB: plain $(xargs <"$tmp/mem.plain"), --pspawn $(xargs <"$tmp/mem.pspawn")"
-[ "$(awk -v m=$((128 << 20)) '$1 >= m' "$tmp/mem.plain" | wc -l)" = 2 ] &&
-    [ "$(awk -v m=$((128 << 20)) '$1 >= m' "$tmp/mem.pspawn" | wc -l)" = 2 ]
-ok $? "each task's 128 MB are charged to its own task_T cgroup, on both nodes, both ways"
+    # 3. Memory.  A task allocating past --mem is OOM-killed, as a plain one.
+    both oom "-N1 -n1 --mem=100M ./task hold 300 5"
+    diag "--mem=100M, 300 MB: plain rc $rc_plain, --pspawn rc $rc_pspawn"
+    [ $rc_plain != 0 ] && [ $rc_plain = $rc_pspawn ]
+    ok $? "a task over --mem ends with the same srun status both ways ($rc_plain, $rc_pspawn)"
+    grep -qi 'oom' "$tmp/oom.plain" && grep -qi 'oom' "$tmp/oom.pspawn"
+    ok $? "both report an OOM kill" || { diag_file "$tmp/oom.plain" 4; diag_file "$tmp/oom.pspawn" 4; }
+    # A task's own memory is charged to its task_T, not to the zygote's
+    # cgroup: the task's shell reads its own cgroup's memory.current while its
+    # child holds 128 MB.
+    both mem "-N2 -n2 --mem=400M bash -c './task hold 128 10 & sleep 7; cat /sys/fs/cgroup\$(cut -d: -f3 /proc/self/cgroup)/memory.current; wait'"
+    diag "memory.current of a task holding 128 MB: plain $(xargs <"$tmp/mem.plain"), --pspawn $(xargs <"$tmp/mem.pspawn")"
+    [ "$(awk -v m=$((128 << 20)) '$1 >= m' "$tmp/mem.plain" | wc -l)" = 2 ] &&
+        [ "$(awk -v m=$((128 << 20)) '$1 >= m' "$tmp/mem.pspawn" | wc -l)" = 2 ]
+    ok $? "each task's 128 MB are charged to its own task_T cgroup, on both nodes, both ways"
 
-# Where the rest is charged: each folder of the job on c1 while 2 tasks
-# hold 16 MB each (memory.current, and memory.stat's pagetables), plain,
-# with a step zygote and with the job's zygote (reuse=job, extern step;
-# the program by absolute path: reuse=job starts ./task's zygote in its
-# step, spank/README.md).
-cat >"$E2E/charges.sh" <<'SH'
+    # Where the rest is charged: each folder of the job on c1 while 2 tasks
+    # hold 16 MB each (memory.current, and memory.stat's pagetables), plain,
+    # with a step zygote and with the job's zygote (reuse=job, extern step;
+    # the program by absolute path: reuse=job starts ./task's zygote in its
+    # step, spank/README.md).
+    cat >"$E2E/charges.sh" <<'SH'
 srun "$@" "$PWD/task" hold 16 12 &
 sleep 8
-cd /sys/fs/cgroup/system.slice/*slurmstepd.scope/job_$SLURM_JOB_ID || exit 1
+# The job's folder (job_N, or the job's SLUID on Slurm 26.05): a task's
+# cgroup (a process whose command line starts with the program's: not
+# srun's) up to its step's folder.
+task=$(pgrep -u "$(id -u)" -f "^$PWD/task hold 16" | head -n 1)
+cg=$(cut -d: -f3 "/proc/$task/cgroup" 2>/dev/null)
+case $cg in */step_*) ;; *) echo "no task's cgroup ($task: $cg)"; exit 1 ;; esac
+cd "/sys/fs/cgroup${cg%%/step_*}" || exit 1
 for d in $(find . -name memory.current | sort); do
     d=${d%/memory.current}
     echo "$d $(cat $d/memory.current) $(awk '$1 == "pagetables" { print $2 }' $d/memory.stat)"
 done
 wait
 SH
-for way in "" --pspawn "--pspawn=on,reuse=job"; do
-    settled
-    diag "bytes charged to each folder of the job (memory.current, pagetables), 2 tasks of 16 MB, srun ${way:-(plain)}:"
-    diag "$(ax "salloc -N1 -n2 -w c1 bash charges.sh $way" 2>/dev/null | awk 'NF == 3 && $1 ~ /^[.]/ { print "   " $0 }')"
-done
+    for way in "" --pspawn "--pspawn=on,reuse=job"; do
+        settled
+        diag "bytes charged to each folder of the job (memory.current, pagetables), 2 tasks of 16 MB, srun ${way:-(plain)}:"
+        diag "$(ax "salloc -N1 -n2 -w c1 bash charges.sh $way" 2>/dev/null | awk 'NF == 3 && $1 ~ /^[.]/ { print "   " $0 }')"
+    done
 
-# 4. scancel and the job's end leave nothing: no task, no zygote, no folder.
-leftovers() {
-    { ps -u alice -o pid=,args= | grep -v -e ' ps -u' -e 'bash -c'
-      on c1 'ls -d /sys/fs/cgroup/system.slice/*slurmstepd.scope/*/ 2>/dev/null | grep -v system/'
-      on c2 'ls -d /sys/fs/cgroup/system.slice/*slurmstepd.scope/*/ 2>/dev/null | grep -v system/'; } | sed '/^$/d'
-}
-for way in "" "--pspawn" "--pspawn=on,reuse=job"; do
-    settled
-    ax "srun $way -N2 -n4 -J sc $E2E/task hold 1 600 >/dev/null 2>&1 & sleep 1
-        for i in \$(seq 60); do [ -n \"\$(squeue -h -n sc -t R)\" ] && break; sleep 0.5; done; sleep 3
-        scancel -n sc; wait" >/dev/null 2>&1
-    for _ in $(seq 60); do [ -z "$(leftovers)" ] && break; sleep 0.5; done
-    left=$(leftovers)
-    [ -z "$left" ]
-    ok $? "scancel of srun ${way:-(plain)}: no process of alice's and no job folder left on either node" ||
-        diag "$left"
-done
+    # 4. scancel and the job's end leave nothing: no task, no zygote, no folder.
+    leftovers() {
+        { ps -u alice -o pid=,args= | grep -v -e ' ps -u' -e 'bash -c'
+          on c1 'ls -d /sys/fs/cgroup/system.slice/*slurmstepd.scope/*/ 2>/dev/null | grep -v system/'
+          on c2 'ls -d /sys/fs/cgroup/system.slice/*slurmstepd.scope/*/ 2>/dev/null | grep -v system/'; } | sed '/^$/d'
+    }
+    for way in "" "--pspawn" "--pspawn=on,reuse=job"; do
+        settled
+        ax "srun $way -N2 -n4 -J sc $E2E/task hold 1 600 >/dev/null 2>&1 & sleep 1
+            for i in \$(seq 60); do [ -n \"\$(squeue -h -n sc -t R)\" ] && break; sleep 0.5; done; sleep 3
+            scancel -n sc; wait" >/dev/null 2>&1
+        for _ in $(seq 60); do [ -z "$(leftovers)" ] && break; sleep 0.5; done
+        left=$(leftovers)
+        [ -z "$left" ]
+        ok $? "scancel of srun ${way:-(plain)}: no process of alice's and no job folder left on either node" ||
+            diag "$left"
+    done
 
-# 5. The zygote SIGKILLed while its tasks run (this kernel, 6.12, keeps no
-#    exit status for a reaped process's pidfd): each task still ends with
-#    its own exit code, told to its stand-in by the zygote's keeper, and
-#    srun reports the codes plain srun reports.  Each task writes its
-#    parent (the zygote) where root finds it.
-cat >"$E2E/exits.sh" <<'SH'
+    # 5. The zygote SIGKILLed while its tasks run (this kernel, 6.12, keeps no
+    #    exit status for a reaped process's pidfd): each task still ends with
+    #    its own exit code, told to its stand-in by the zygote's keeper, and
+    #    srun reports the codes plain srun reports.  Each task writes its
+    #    parent (the zygote) where root finds it.
+    cat >"$E2E/exits.sh" <<'SH'
 echo $PPID >"$HOME/vm/zyg.$SLURM_PROCID"
 sleep 6
 exit $((3 + SLURM_PROCID))
 SH
-codes() { grep -o 'task[s]* [0-9-]*: Exited with exit code [0-9]*' "$1" | sort; }
-for way in "" "--pspawn" "--pspawn=on,reuse=job"; do
-    settled
+    codes() { grep -o 'task[s]* [0-9-]*: Exited with exit code [0-9]*' "$1" | sort; }
+    for way in "" "--pspawn" "--pspawn=on,reuse=job"; do
+        settled
+        rm -f "$E2E"/zyg.*
+        n=exits$(echo "$way" | tr -c 'a-z0-9\n' _)
+        ax "salloc -N2 -n4 srun $way bash $E2E/exits.sh" >"$tmp/$n" 2>&1 &
+        job=$!
+        for _ in $(seq 60); do [ "$(ls "$E2E"/zyg.* 2>/dev/null | wc -l)" = 4 ] && break; sleep 0.5; done
+        killed=0
+        if [ -n "$way" ]; then
+            for z in $(cat "$E2E"/zyg.* 2>/dev/null | sort -u); do kill -KILL "$z" && killed=$((killed + 1)); done
+        fi
+        wait $job
+        rc=$?
+        if [ -z "$way" ]; then
+            rc_plain=$rc
+            codes "$tmp/$n" >"$tmp/exits.plain"
+            [ "$(wc -l <"$tmp/exits.plain")" -ge 2 ]
+            ok $? "plain srun: each task's exit code reported (rc $rc): $(xargs <"$tmp/exits.plain")" ||
+                diag_file "$tmp/$n" 8
+        else
+            codes "$tmp/$n" >"$tmp/exits.pspawn"
+            [ $killed = 2 ] && [ $rc = $rc_plain ] && cmp -s "$tmp/exits.plain" "$tmp/exits.pspawn"
+            ok $? "srun $way, each node's zygote SIGKILLed under its 2 running tasks ($killed killed): every task's exit code as plain srun reports it (rc $rc)" ||
+                { diag_file "$tmp/$n" 8; diag_file "$tmp/exits.pspawn" 4; }
+        fi
+    done
     rm -f "$E2E"/zyg.*
-    n=exits$(echo "$way" | tr -c 'a-z0-9\n' _)
-    ax "salloc -N2 -n4 srun $way bash $E2E/exits.sh" >"$tmp/$n" 2>&1 &
-    job=$!
-    for _ in $(seq 60); do [ "$(ls "$E2E"/zyg.* 2>/dev/null | wc -l)" = 4 ] && break; sleep 0.5; done
-    killed=0
-    if [ -n "$way" ]; then
-        for z in $(cat "$E2E"/zyg.* 2>/dev/null | sort -u); do kill -KILL "$z" && killed=$((killed + 1)); done
-    fi
-    wait $job
-    rc=$?
-    if [ -z "$way" ]; then
-        rc_plain=$rc
-        codes "$tmp/$n" >"$tmp/exits.plain"
-        [ "$(wc -l <"$tmp/exits.plain")" -ge 2 ]
-        ok $? "plain srun: each task's exit code reported (rc $rc): $(xargs <"$tmp/exits.plain")" ||
-            diag_file "$tmp/$n" 8
+
+    # 6. --wait-for-children (Slurm >= 25.05, cgroup v2).
+    if srun --help 2>&1 | grep -q -- --wait-for-children; then
+        both wfc "-N1 -n1 --wait-for-children bash -c '(sleep 3; echo child done) & echo parent done'"
+        same wfc "--wait-for-children waits for a task's child both ways"
     else
-        codes "$tmp/$n" >"$tmp/exits.pspawn"
-        [ $killed = 2 ] && [ $rc = $rc_plain ] && cmp -s "$tmp/exits.plain" "$tmp/exits.pspawn"
-        ok $? "srun $way, each node's zygote SIGKILLed under its 2 running tasks ($killed killed): every task's exit code as plain srun reports it (rc $rc)" ||
-            { diag_file "$tmp/$n" 8; diag_file "$tmp/exits.pspawn" 4; }
+        skip "srun $(sinfo -V | cut -d' ' -f2) has no --wait-for-children (Slurm >= 25.05)" "--wait-for-children"
     fi
-done
-rm -f "$E2E"/zyg.*
 
-# 6. --wait-for-children (Slurm >= 25.05, cgroup v2).
-if srun --help 2>&1 | grep -q -- --wait-for-children; then
-    both wfc "-N1 -n1 --wait-for-children bash -c '(sleep 3; echo child done) & echo parent done'"
-    same wfc "--wait-for-children waits for a task's child both ways"
+    # 7. sstat per task while the step runs (jobacct_gather/cgroup reads
+    #    each task_T; the guest runs no slurmdbd, so no sacct): 2 tasks
+    #    holding 64 MB each, the step's task count and its biggest task's
+    #    MaxRSS as plain srun's, within 10 %.
+    cat >"$E2E/sstat.sh" <<'SH'
+srun "$@" -n2 "$PWD/task" hold 64 14 &
+sleep 10
+sstat -n -P -j "$SLURM_JOB_ID.0" -o NTasks,MaxRSS
+wait
+SH
+    for way in "" --pspawn; do
+        settled
+        ax "salloc -N1 -n2 -w c1 bash sstat.sh $way" 2>/dev/null | grep '|' >"$tmp/sstat.${way:-plain}"
+    done
+    diag "sstat NTasks|MaxRSS: plain $(xargs <"$tmp/sstat.plain"), --pspawn $(xargs <"$tmp/sstat.--pspawn")"
+    # MaxRSS in K, M or G: in KB.
+    kb() { awk -F'|' '{ v = $2; u = substr(v, length(v)); n = v + 0
+                        if (u == "M") n *= 1024; else if (u == "G") n *= 1048576
+                        print $1, int(n) }' "$1"; }
+    read -r n_plain rss_plain < <(kb "$tmp/sstat.plain")
+    read -r n_pspawn rss_pspawn < <(kb "$tmp/sstat.--pspawn")
+    [ "${n_plain:-0}" = 2 ] && [ "${n_pspawn:-0}" = 2 ] && [ "${rss_plain:-0}" -ge $((60 * 1024)) ] &&
+        awk -v a="$rss_plain" -v b="${rss_pspawn:-0}" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= a / 10) }'
+    ok $? "sstat: 2 tasks, and the biggest task's MaxRSS as plain srun's within 10 % (${rss_plain:-none} KB, ${rss_pspawn:-none} KB)"
+}
+
+# The job's folder: job_N before Slurm 26.05; from 26.05 on the job's
+# SLUID under cgroup v2, unless cgroup.conf says CgroupJobIdPaths=yes.
+# Slurm 26.05 runs every check both ways.
+# folder_style: a task's job folder into $folder, its kind into $style.
+folder_style() {
+    settled
+    local cg
+    cg=$(ax "srun -N1 -n1 cat /proc/self/cgroup" | grep '^0::/')
+    folder=${cg%%/step_*}; folder=${folder##*/}
+    case $folder in
+        job_[0-9]*) style=job_N ;;
+        s[0-9A-Z]*) style=SLUID; [ ${#folder} = 14 ] || style=other ;;
+        *) style=other ;;
+    esac
+}
+# Each point of a pass is named by its pass.
+eval "ok_unlabelled() $(declare -f ok | tail -n +2)"
+eval "skip_unlabelled() $(declare -f skip | tail -n +2)"
+ok() { ok_unlabelled "$1" "$pass$2"; }
+skip() { skip_unlabelled "$1" "$pass$2"; }
+pass=""
+version=$(sinfo -V | awk '{ print $2 }')
+if [ "$(printf '%s\n' "$version" 26.05 | sort -V | head -n 1)" = 26.05 ]; then
+    pass="SLUID folders: "
+    folder_style
+    [ "$style" = SLUID ]
+    ok $? "Slurm $version names each job's folder by its SLUID ($style, $folder)"
+    checks
+    # The same with job_N folders: CgroupJobIdPaths=yes in both nodes'
+    # cgroup.conf, read as slurmd starts.
+    echo CgroupJobIdPaths=yes >>/etc/slurm/cgroup.conf
+    echo CgroupJobIdPaths=yes >>/etc/slurm/cgroup-c2.conf
+    systemctl restart slurmd slurmd-c2
+    t0=$(date +%s)
+    while [ $(( $(date +%s) - t0 )) -lt 300 ]; do
+        [ "$(timeout 20 sinfo -h -N -o %T 2>/dev/null | grep -c '^idle$')" = 2 ] && break
+        sleep 1
+    done
+    pass="CgroupJobIdPaths=yes: "
+    folder_style
+    [ "$style" = job_N ]
+    ok $? "with CgroupJobIdPaths=yes Slurm $version names each job's folder job_N ($style, $folder; nodes idle after $(( $(date +%s) - t0 )) s)"
+    checks
 else
-    skip "--wait-for-children" "srun $(sinfo -V | cut -d' ' -f2) has no --wait-for-children (Slurm >= 25.05)"
+    checks
 fi
-
 # bench/vm-srun's smoke timing (tests/vm/slurm-bench.sh), after the checks.
 [ -d "$here/bench" ] && bash "$here/slurm-bench.sh" "$here/bench"
 
