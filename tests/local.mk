@@ -173,7 +173,10 @@ tests_vm_numa_vm_CPPFLAGS = $(AM_CPPFLAGS)
 tests_vm_numa_vm_LDADD = libpspawn/libpspawn.la $(NUMA_LIBS)
 tests_vm_numa_vm_LDFLAGS = $(driver_link_flags)
 endif
-EXTRA_DIST += tests/vm/numa-vm.sh
+EXTRA_DIST += tests/vm/numa-vm.sh tests/vm/qemu-boot.sh
+# The core tests on Debian's packaged kernels, each in a guest
+# (tests/vm/kernel-vm.sh BUILD_DIR, run by hand: README.md).
+EXTRA_DIST += tests/vm/kernel-vm.sh tests/vm/kernel-checks.sh
 # Slurm on cgroup v2 under systemd, in a guest made from the mini-cluster's
 # image (tests/vm/slurm-vm.sh, run by tests/run after the e2e tests).
 EXTRA_DIST += tests/vm/slurm-vm.sh tests/vm/slurm-checks.sh tests/vm/slurm-bench.sh tests/vm/slurm/Dockerfile \

@@ -314,7 +314,7 @@ static void zygote_hit(pspawn_context_t *ctx, int victim, int sig, const char *w
     int ran, bad = check_ranks(N, &ran), bad_exit = 0;
     for (int i = 0; i < N; i++)
         bad_exit += seen[i].spawned != 1 || seen[i].exited != 1 || seen[i].status != 0;
-    tap_ok(rc == 0 && c.exited == N && pending_at_kill > 0 && secs < 20,
+    tap_ok(rc == 0 && c.exited == N && pending_at_kill > 0 && secs < 20 * tap_time_scale(),
            "%s: hit with %zu tasks pending, all %d created all the same (%zu exited, %zu "
            "failed, %.2f s)", what, pending_at_kill, N, c.exited, c.failed, secs);
     tap_ok(bad == 0 && bad_exit == 0 && ran == N && !stray_events,

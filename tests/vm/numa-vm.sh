@@ -81,36 +81,18 @@ for n in 0 1 2 3; do
     numa+=(-object "memory-backend-ram,id=m$n,size=384M"
            -numa "node,nodeid=$n,cpus=$((2 * n))-$((2 * n + 1)),memdev=m$n")
 done
-# boot START ACCEL... - runs the guest into $root.log; returns 3 when KVM
-# stopped it with an internal error (nested KVM that cannot emulate what the
-# guest kernel runs: qemu then pauses the guest instead of exiting), or
-# when the test had not begun after START seconds (a guest that boots in
-# one or two seconds on working KVM or in a few under QEMU's emulator).
+# boot START ACCEL...: the guest into $root.log; 3 when KVM stopped it
+# with an internal error or the test had not begun after START seconds (a
+# guest that boots in one or two seconds on working KVM or in a few under
+# QEMU's emulator), 124 after 600 s (tests/vm/qemu-boot.sh).
+. "$(dirname "${BASH_SOURCE[0]}")/qemu-boot.sh"
 boot() {
     local start=$1; shift
-    : >"$root.log"
-    qemu-system-x86_64 "$@" -m 1536 -smp 8,sockets=4,cores=2,threads=1 "${numa[@]}" \
+    qemu_boot "$root.log" '^numa-vm: begin' "$start" 600 \
+        qemu-system-x86_64 "$@" -m 1536 -smp 8,sockets=4,cores=2,threads=1 "${numa[@]}" \
         -kernel "$kernel" -initrd "$root.cpio.gz" \
         -append "console=ttyS0 panic=-1 quiet" \
-        -display none -serial stdio -monitor none -no-reboot </dev/null >"$root.log" 2>&1 &
-    local qemu=$! waited=0 st
-    while kill -0 "$qemu" 2>/dev/null; do
-        if grep -q 'KVM internal error' "$root.log"; then
-            why=$(grep -m1 'KVM internal error' "$root.log" | tr -d '\r')
-            kill "$qemu"; wait "$qemu"; return 3
-        fi
-        if [ "$waited" -ge "$start" ] && ! grep -q '^numa-vm: begin' "$root.log"; then
-            why="the test had not begun after $start s"
-            kill "$qemu"; wait "$qemu"; return 3
-        fi
-        if [ "$waited" -ge 600 ]; then
-            kill "$qemu"; wait "$qemu"; return 124
-        fi
-        sleep 1; waited=$((waited + 1))
-    done
-    wait "$qemu"; st=$?
-    why="qemu exited: $(grep -m1 -v warning "$root.log" | tr -d '\r')"
-    return $st
+        -display none -serial stdio -monitor none -no-reboot
 }
 accel="KVM"
 boot 30 -enable-kvm -cpu host

@@ -136,25 +136,12 @@ fi
 
 # boot START ACCEL...: runs the guest into $run/log; returns 3 when KVM
 # stopped with an internal error or the checks had not begun after START
-# seconds, 124 after SLURM_VM_TIMEOUT.
+# seconds, 124 after SLURM_VM_TIMEOUT (tests/vm/qemu-boot.sh).
+. "$here/qemu-boot.sh"
 boot() {
     local start=$1; shift
-    : >"$run/log"
-    "${qemu[@]}" "$@" -append "$append" -serial stdio -monitor none </dev/null >"$run/log" 2>&1 &
-    local pid=$! waited=0
-    while kill -0 "$pid" 2>/dev/null; do
-        if grep -q 'KVM internal error' "$run/log"; then
-            why=$(grep -m1 'KVM internal error' "$run/log" | tr -d '\r'); kill "$pid"; wait "$pid"; return 3
-        fi
-        if [ $waited -ge "$start" ] && ! grep -q 'slurm-vm: begin' "$run/log"; then
-            why="the checks had not begun after $start s"; kill "$pid"; wait "$pid"; return 3
-        fi
-        if [ $waited -ge "${SLURM_VM_TIMEOUT:-1500}" ]; then
-            why="still running after ${SLURM_VM_TIMEOUT:-1500} s"; kill "$pid"; wait "$pid"; return 124
-        fi
-        sleep 1; waited=$((waited + 1))
-    done
-    wait "$pid"
+    qemu_boot "$run/log" 'slurm-vm: begin' "$start" "${SLURM_VM_TIMEOUT:-1500}" \
+        "${qemu[@]}" "$@" -append "$append" -serial stdio -monitor none
 }
 t0=$(date +%s)
 accel=TCG rc=3 why=
@@ -164,7 +151,6 @@ if [ -e /dev/kvm ]; then
     # qemu that cannot start the guest under KVM at all exits at once (on
     # some of these machines: "failed to set MSR 0x10a", status 134).
     if [ $rc != 0 ] && [ $rc != 3 ] && ! grep -q 'slurm-vm: begin' "$run/log"; then
-        why=$(tr -d '\r' <"$run/log" | grep -a -m1 'qemu-system.*error' || echo "qemu status $rc")
         rc=3
     fi
 fi
