@@ -392,6 +392,22 @@ struct step_names {
 static int start_as_elected(struct pspawn_standin_client *c, const struct step_names *n,
                             int lfd, int wait_ms)
 {
+    /* The lock may be ours because another stand-in's zygote parked (and
+     * its lock closed) between our first try of the name and our bind of
+     * the lock: a zygote whose lock is gone listens already.  Starting a
+     * second one would find the name taken, and exec. */
+    int fd = connect_busy(c, n->name, wait_ms);
+    int err = fd < 0 ? errno : 0;
+    if (fd >= 0 || err == ETIMEDOUT || err == EPERM) {
+        close(lfd);
+        if (err == EPERM) {
+            say(c, "%s is another user's: no zygote", n->name);
+            return -1;
+        }
+        say(c, "the zygote %s parked while we took its lock", n->name);
+        errno = err;
+        return use_zygote(c, fd);
+    }
     if (c->job) {
         /* Root starts a job's zygote before the step's tasks, holding its
          * lock from then on: with neither there, it did not start, or it

@@ -64,6 +64,7 @@ os.waitpid(pid, 0)
 print("in the task after its fork", hookmod.calls[start:])
 print("random", random.random())
 PY
+touch -d '-1 min' hookmod.py hooks.py
 run_both -n 2 -l -p hookmod,random $py hooks.py
 served "$tmp/w2.err"
 ok $? "hookmod and random preloaded (-p), served warm"
@@ -98,6 +99,7 @@ if pid == 0:
     os._exit(0)
 os.waitpid(pid, 0)
 ' >later.py
+touch -d '-1 min' laterhook.py later.py
 run_both -p laterhook $py later.py
 served "$tmp/w2.err" && [ -s "$tmp/x.out" ] && cmp -s "$tmp/x.out" "$tmp/w2.out"
 ok $? "a hook registered after the park, through a name taken at import: as exec'd ($(tr '\n' ' ' <"$tmp/w2.out"))" ||
@@ -120,6 +122,9 @@ logging.warning("second")
 print("third")
 sys.stdout.flush()
 PY
+# (Written a minute ago: a module whose file is younger than the task that
+# imported it is learnt as the task's own, never preloaded.)
+touch -d '-1 min' streamhelp.py streams.py loghelp.py logs.py
 for s in streams logs; do
     "$PSPAWN_BIN" --exec $py $s.py >"$tmp/x.out" 2>/dev/null
     for i in 1 2; do

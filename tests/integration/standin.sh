@@ -540,4 +540,25 @@ ok $? "zygote stopped: its starter ends all the same, once its own task has, wit
     diag_file "$tmp/err13.0" 8
 unset PSPAWN_TIMEOUT
 
+# 14. A stand-in whose first try of the zygote's name fails just before
+#     another's zygote parks and frees the lock (strace holds that try
+#     1 s, while the other's task holds its zygote 4 s): it then wins the lock, and must use the zygote that is there,
+#     not start a second one that finds the name taken and exec.
+if command -v strace >/dev/null; then
+    export PSPAWN_SHIM_KEY="$uid.$$.14" PSPAWN_SHIM_LOCAL_TASKS=2
+    ( timeout 60 strace -qq -o /dev/null -e trace=connect -e inject=connect:delay_exit=1000000:when=1 \
+          "$shim" "$task" hold 0 1 3 2>"$tmp/err14.0"; echo $? >"$tmp/rc14.0" ) &
+    for _ in $(seq 500); do grep -q 'stand-in for' "$tmp/err14.0" 2>/dev/null && break; sleep 0.01; done
+    timeout 60 "$shim" "$task" hold 0 4 4 2>"$tmp/err14.1"
+    rc1=$?
+    wait
+    rc0=$(cat "$tmp/rc14.0")
+    [ "$rc0" = 3 ] && [ $rc1 = 4 ] && [ "$(cat "$tmp"/err14.* | grep -c 'forked by the zygote')" = 2 ] &&
+        [ "$(cat "$tmp"/err14.* | grep -c 'starting the zygote')" = 1 ] &&
+        grep -q 'parked while we took its lock' "$tmp/err14.0"
+    ok $? "a stand-in that wins the lock after the zygote parked uses that zygote: one started, both tasks forked (rc $rc0, $rc1)" ||
+        { diag_file "$tmp/err14.0" 6; diag_file "$tmp/err14.1" 6; }
+else
+    skip "needs strace" "a stand-in that wins the lock after the zygote parked uses that zygote"
+fi
 tap_done
