@@ -94,7 +94,7 @@ tests_integration_ctor_state_LDADD = libpspawn/libpspawn.la
 tests_integration_ctor_state_LDFLAGS = $(driver_link_flags)
 
 check_PROGRAMS += tests/integration/parity-api-state tests/integration/parity-api-attrs tests/integration/parity-api-calls \
-	tests/integration/children tests/integration/fallback-program tests/integration/fallback-state \
+	tests/integration/children tests/integration/fallback-program tests/integration/fallback-state tests/integration/fallback-creds \
 	tests/integration/errors tests/integration/zygote-kill \
 	tests/integration/soak tests/integration/python-fallback
 
@@ -123,6 +123,9 @@ tests_integration_fallback_program_LDFLAGS = $(driver_link_flags)
 tests_integration_fallback_state_SOURCES = tests/integration/fallback-state.c tests/integration/fallback.h tests/fixtures/tap.h
 tests_integration_fallback_state_LDADD = libpspawn/libpspawn.la
 tests_integration_fallback_state_LDFLAGS = $(driver_link_flags)
+tests_integration_fallback_creds_SOURCES = tests/integration/fallback-creds.c tests/integration/fallback.h tests/fixtures/tap.h
+tests_integration_fallback_creds_LDADD = libpspawn/libpspawn.la
+tests_integration_fallback_creds_LDFLAGS = $(driver_link_flags)
 
 tests_integration_python_fallback_SOURCES = tests/integration/python-fallback.c tests/fixtures/tap.h
 tests_integration_python_fallback_LDADD = libpspawn/libpspawn.la
@@ -202,6 +205,7 @@ TESTS += \
 	tests/integration/parity.sh \
 	tests/integration/parity-fanout.sh \
 	tests/integration/fallback-state \
+	tests/integration/fallback-creds \
 	tests/integration/children \
 	tests/integration/fallback-program \
 	tests/integration/ctor-state \

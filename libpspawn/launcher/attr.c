@@ -298,8 +298,10 @@ static void call_placement(struct call *c, const struct pspawn_attr_impl *a)
     if (a && (a->set & ATTR_CWD)) {
         snprintf(c->cwd, sizeof c->cwd, "%s", a->cwd);
         c->flags |= REQ_CWD;
-    } else if (getcwd(c->cwd, sizeof c->cwd)) {
-        c->flags |= REQ_CWD;
+    } else {
+        c->cwd_inherited = 1;
+        if (getcwd(c->cwd, sizeof c->cwd))
+            c->flags |= REQ_CWD;
     }
     c->umask = a && (a->set & ATTR_UMASK) ? a->umask : pspawn_umask_get();
     c->flags |= REQ_UMASK;

@@ -171,6 +171,7 @@ struct call {
     unsigned flags;                 /* REQ_* */
     unsigned user_flags;            /* PSPAWN_* */
     char cwd[PATH_MAX];
+    int cwd_inherited;              /* cwd is the caller's own (no ATTR_CWD) */
     mode_t umask;
     pid_t pgroup;
     int ctty_fd;                    /* REQ_CTTY */

@@ -146,6 +146,18 @@ static int call_may_use_zygote(struct batch *b, struct batch_call *call)
         if (!(c->flags & REQ_SETPGROUP) && pg != z->pgid)
             call->pgroup = pg;
     }
+    /* An exec'd task inherits its caller's working directory whatever
+     * its permissions; a clone of the zygote enters it by path, as the
+     * caller's user: not where a directory on that path is closed to
+     * that user (a 0700 home above it), nor where it was removed. */
+    if (c->cwd_inherited &&
+        (!(c->flags & REQ_CWD) || faccessat(AT_FDCWD, c->cwd, X_OK, AT_EACCESS) < 0)) {
+        pspawn_fallback(z, 0, "the caller's working directory cannot be entered by its path "
+                        "(%s) as the caller's user: an exec'd task inherits it, a fork of the "
+                        "zygote would have to chdir", (c->flags & REQ_CWD) ? strerror(errno)
+                        : "removed, or its path unknown");
+        return 0;
+    }
     return 1;
 }
 

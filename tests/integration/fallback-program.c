@@ -15,27 +15,6 @@
  */
 #include "fallback.h"
 
-static void copy_file(const char *from, const char *to, mode_t mode)
-{
-    char buf[65536], tmp[PATH_MAX];
-    int in, out;
-    ssize_t n;
-
-    /* Write aside and rename, as an install does: the old file may be
-     * running (a zygote), so it cannot be written in place. */
-    snprintf(tmp, sizeof tmp, "%s.new", to);
-    in = open(from, O_RDONLY | O_CLOEXEC);
-    out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0700);
-    if (in < 0 || out < 0)
-        tap_bail("copy %s to %s: %s", from, tmp, strerror(errno));
-    while ((n = read(in, buf, sizeof buf)) > 0)
-        if (write(out, buf, (size_t)n) != n)
-            tap_bail("copy %s: %s", tmp, strerror(errno));
-    close(in);
-    if (fchmod(out, mode) != 0 || close(out) != 0 || rename(tmp, to) != 0)
-        tap_bail("copy %s: %s", to, strerror(errno));
-}
-
 /* Run a command (setcap); returns its exit status, or -1. */
 static int run_command(char *const argv[])
 {

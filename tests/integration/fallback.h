@@ -197,7 +197,7 @@ static void check_ran_once(const char *name, const struct outcome *o, const char
         tap_diag("    output: \"%s\", want \"%s\"", o->out, want_out);
 }
 
-static void check_reason(const char *name, const pspawn_context_t *ctx,
+__attribute__((unused)) static void check_reason(const char *name, const pspawn_context_t *ctx,
                          const struct outcome *o, const char *word)
 {
     const char *reason = pspawn_context_reason(ctx);
@@ -229,7 +229,7 @@ static void check_exec_for_good(const char *name, const pspawn_context_t *ctx)
     tap_ok(!pspawn_context_uses_zygote(ctx), "%s: pspawn_context_uses_zygote() is 0", name);
 }
 
-static void check_zygote_served(const char *name, const pspawn_context_t *ctx,
+__attribute__((unused)) static void check_zygote_served(const char *name, const pspawn_context_t *ctx,
                                 const struct outcome *o, const char *want_out)
 {
     const char *reason = pspawn_context_reason(ctx);
@@ -275,6 +275,28 @@ static void prepend_err(struct outcome *o, const char *before)
 }
 
 
+/* Copy FROM to TO with MODE. */
+__attribute__((unused)) static void copy_file(const char *from, const char *to, mode_t mode)
+{
+    char buf[65536], tmp[PATH_MAX];
+    int in, out;
+    ssize_t n;
+
+    /* Write aside and rename, as an install does: the old file may be
+     * running (a zygote), so it cannot be written in place. */
+    snprintf(tmp, sizeof tmp, "%s.new", to);
+    in = open(from, O_RDONLY | O_CLOEXEC);
+    out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0700);
+    if (in < 0 || out < 0)
+        tap_bail("copy %s to %s: %s", from, tmp, strerror(errno));
+    while ((n = read(in, buf, sizeof buf)) > 0)
+        if (write(out, buf, (size_t)n) != n)
+            tap_bail("copy %s: %s", tmp, strerror(errno));
+    close(in);
+    if (fchmod(out, mode) != 0 || close(out) != 0 || rename(tmp, to) != 0)
+        tap_bail("copy %s: %s", to, strerror(errno));
+}
+
 /* ---- start and end of main ---------------------------------------------- */
 
 /* The start of main: PSPAWN_DEBUG=1 (by running ARGV again with it, so
@@ -305,7 +327,8 @@ static void fallback_start(char **argv)
  * in it, the plan printed. */
 static int fallback_finish(void)
 {
-    static const char *const names[] = { "setuid", "setgid", "caps", "changing" };
+    static const char *const names[] = { "setuid", "setgid", "caps", "changing", "task-for-nobody",
+                                         "proxy-for-nobody.so" };
     char path[PATH_MAX];
 
     reset_captures();
