@@ -31,6 +31,59 @@ void pspawn_config_defaults(struct pspawn_config *cfg)
     cfg->debug = 0;
     snprintf(cfg->shim, sizeof cfg->shim, "%s", PSPAWN_SHIM_PATH);
     cfg->options[0] = '\0';
+    cfg->force_off = 0;
+    cfg->allow_set = 0;
+    cfg->allow[0] = '\0';
+}
+
+/* allow=KEY:KEY...: each a key of libpspawn's options; "" allows none. */
+static int parse_allow(struct pspawn_config *cfg, const char *arg, const char *val, char *err,
+                       size_t errlen)
+{
+    size_t at = 0;
+    cfg->allow[at++] = ':';
+    for (const char *p = val; *p;) {
+        size_t len = strcspn(p, ":");
+        if (len && !pspawn_options_is_key(p, len))
+            return pspawn_errmsg(err, errlen, "plugstack.conf argument \"%s\": \"%.*s\" is not "
+                                 "a key of --pspawn (fanout, subzygote, start, cgroup, python, "
+                                 "modules, preload, reuse, idle, zygotes, mode)", arg, (int)len, p);
+        if (len && at + len + 2 > sizeof cfg->allow)
+            return pspawn_errmsg(err, errlen, "plugstack.conf argument \"%s\": too long", arg);
+        if (len) {
+            memcpy(cfg->allow + at, p, len);
+            at += len;
+            cfg->allow[at++] = ':';
+        }
+        p += len + (p[len] == ':');
+    }
+    cfg->allow[at] = '\0';
+    cfg->allow_set = 1;
+    return 0;
+}
+
+int pspawn_config_refuses(const struct pspawn_config *cfg, const char *options, char *err,
+                          size_t errlen)
+{
+    if (errlen > 0)
+        err[0] = '\0';
+    if (!cfg->allow_set)
+        return 0;
+    for (const char *p = options; *p;) {
+        size_t len = strcspn(p, ",");
+        size_t klen = strcspn(p, "=,");
+        char want[64];
+        snprintf(want, sizeof want, ":%.*s:", (int)(klen < 60 ? klen : 60), p);
+        if (klen && !strstr(cfg->allow, want)) {
+            /* The rule as the site wrote it: allow=a:b (":a:b:" here). */
+            size_t n = strlen(cfg->allow);
+            return pspawn_errmsg(err, errlen, "%.*s= is not allowed on this cluster (its "
+                                 "plugstack.conf says allow=%.*s)", (int)klen, p,
+                                 (int)(n > 2 ? n - 2 : 0), cfg->allow + 1);
+        }
+        p += len + (p[len] == ',');
+    }
+    return 0;
 }
 
 const char *pspawn_mode_name(enum pspawn_mode mode)
@@ -125,7 +178,7 @@ int pspawn_config_parse(struct pspawn_config *cfg, int argc, char *const argv[],
         const char *eq = strchr(arg, '=');
         if (eq == NULL)
             return pspawn_errmsg(err, errlen, "plugstack.conf argument \"%s\": expected key=value "
-                        "(default=, signals=, debug= or shim=)", arg);
+                        "(default=, signals=, debug=, shim=, force=, allow=, or an option's key)", arg);
         size_t klen = (size_t)(eq - arg);
         const char *val = eq + 1;
         int k;
@@ -143,6 +196,14 @@ int pspawn_config_parse(struct pspawn_config *cfg, int argc, char *const argv[],
                 return pspawn_errmsg(err, errlen, "plugstack.conf argument \"%s\": "
                             "debug must be 0 or 1", arg);
             cfg->debug = val[0] == '1';
+        } else if (klen == 5 && strncmp(arg, "force", klen) == 0) {
+            if (strcmp(val, "off") != 0)
+                return pspawn_errmsg(err, errlen, "plugstack.conf argument \"%s\": "
+                            "force must be off (every step exec'd, whatever its --pspawn)", arg);
+            cfg->force_off = 1;
+        } else if (klen == 5 && strncmp(arg, "allow", klen) == 0) {
+            if (parse_allow(cfg, arg, val, err, errlen) < 0)
+                return -1;
         } else if (klen == 4 && strncmp(arg, "shim", klen) == 0) {
             if (val[0] != '/')
                 return pspawn_errmsg(err, errlen, "plugstack.conf argument \"%s\": "
@@ -165,7 +226,7 @@ int pspawn_config_parse(struct pspawn_config *cfg, int argc, char *const argv[],
                             "argument, separated by spaces", arg);
             if (pspawn_options_parse(&o, arg, why, sizeof why) < 0)
                 return pspawn_errmsg(err, errlen, "plugstack.conf argument \"%s\": %s (the keys are "
-                            "default=, signals=, debug=, shim=, and libpspawn's fanout=, "
+                            "default=, signals=, debug=, shim=, force=, allow=, and libpspawn's fanout=, "
                             "subzygote=, start=, cgroup=, python=, modules=, preload=, reuse=, idle=, "
                             "zygotes=, mode=)", arg, why);
             if (append(cfg->options, sizeof cfg->options, arg, strlen(arg)) < 0)

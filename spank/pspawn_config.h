@@ -32,10 +32,17 @@ struct pspawn_config {
      * the plugstack.conf arguments with their keys (fanout=, subzygote=,
      * start=, cgroup=); a step's --pspawn keys come after, and win. */
     char options[512];
+    /* Site policy.  force=off: every step is exec'd, whatever the user
+     * asked.  allow=KEY:KEY...: the keys a user's --pspawn may set
+     * (":fanout:reuse:", colons around each; all keys while allow_set is
+     * 0).  The words on, off and auto are always the user's. */
+    int force_off;
+    int allow_set;
+    char allow[256];
 };
 
 /* The settings with no plugstack.conf argument: default=off, signals=auto,
- * debug=0, shim=PSPAWN_SHIM_PATH. */
+ * debug=0, shim=PSPAWN_SHIM_PATH, no force=, every key allowed. */
 void pspawn_config_defaults(struct pspawn_config *cfg);
 
 /*
@@ -62,6 +69,14 @@ int pspawn_mode_parse(const char *text, enum pspawn_mode *mode);
  */
 int pspawn_arg_parse(const char *text, enum pspawn_mode *mode, char *options, size_t optlen,
                      char *err, size_t errlen);
+
+/*
+ * Whether the site's allow= lets a user's --pspawn set OPTIONS (its keys,
+ * as pspawn_arg_parse gives them).  Returns 0, or -1 with a message in ERR
+ * that names the first key refused and the site's rule.
+ */
+int pspawn_config_refuses(const struct pspawn_config *cfg, const char *options, char *err,
+                          size_t errlen);
 
 /* "on", "off", "auto"; "auto", "yes", "no": the words the parsers take. */
 const char *pspawn_mode_name(enum pspawn_mode mode);

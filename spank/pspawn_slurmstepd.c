@@ -342,6 +342,14 @@ int pspawn_stepd_user_init(spank_t sp)
     int debugger = erc == ESPANK_SUCCESS || erc == ESPANK_NOSPACE;
     if (debugger)
         spank_unsetenv(sp, PSPAWN_DEBUGGER_VAR);
+    /* The site's policy turned off a step that would have used pspawn:
+     * said once per step and node, at info level (a site counts them). */
+    const char *policy = pspawn_option_policy();
+    uint32_t pjob, pstep;
+    if (policy && spank_get_item(sp, S_JOB_ID, &pjob) == ESPANK_SUCCESS &&
+        spank_get_item(sp, S_JOB_STEPID, &pstep) == ESPANK_SUCCESS &&
+        pstep < SLURM_MAX_NORMAL_STEP_ID)
+        slurm_info("pspawn: step %u.%u: plain exec (%s)", pjob, pstep, policy);
     if (mode == PSPAWN_MODE_OFF)
         return 0;
 

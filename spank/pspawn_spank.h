@@ -34,6 +34,10 @@ enum pspawn_mode pspawn_option_mode(void);
  * this step through its environment). */
 int pspawn_option_given(void);
 
+/* Why the site's policy (force=off, allow=) made a step that would have
+ * used pspawn exec its tasks, or NULL. */
+const char *pspawn_option_policy(void);
+
 /* libpspawn's options from the --pspawn argument ("fanout=l3,..."), or "". */
 const char *pspawn_option_options(void);
 

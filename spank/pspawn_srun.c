@@ -21,6 +21,8 @@
 static int option_given;
 static enum pspawn_mode option_mode;
 static char option_options[512];
+/* In slurmstepd: why the site's allow= refused the user's keys. */
+static char option_refused[400];
 
 static int on_option(int val, const char *optarg, int remote)
 {
@@ -39,6 +41,24 @@ static int on_option(int val, const char *optarg, int remote)
                     remote ? " (in slurmstepd)" : "");
         return -1;
     }
+    /* The site's allow=: srun (or sbatch, salloc) refuses at once, with
+     * the rule; slurmstepd, which decides (its plugstack.conf is the
+     * node's), execs the step's tasks and says why in its log. */
+    option_refused[0] = '\0';
+    if (pspawn_config_refuses(&pspawn_config, options, err, sizeof err) < 0) {
+        if (!remote) {
+            slurm_error("pspawn: --pspawn=%s: %s", optarg ? optarg : "", err);
+            return -1;
+        }
+        snprintf(option_refused, sizeof option_refused, "--pspawn=%s: %s", optarg ? optarg : "",
+                 err);
+        slurm_error("pspawn: %s: the step's tasks are exec'd", option_refused);
+        mode = PSPAWN_MODE_OFF;
+        options[0] = '\0';
+    }
+    if (!remote && pspawn_config.force_off && mode != PSPAWN_MODE_OFF)
+        slurm_info("pspawn: --pspawn is turned off on this cluster (plugstack.conf force=off): "
+                   "tasks start by exec");
     memcpy(option_options, options, sizeof options);
     option_mode = mode;
     option_given = 1;
@@ -74,7 +94,17 @@ int pspawn_option_register(spank_t sp)
 
 enum pspawn_mode pspawn_option_mode(void)
 {
+    if (pspawn_config.force_off)
+        return PSPAWN_MODE_OFF;
     return option_given ? option_mode : pspawn_config.default_mode;
+}
+
+const char *pspawn_option_policy(void)
+{
+    if (pspawn_config.force_off &&
+        (option_given ? option_mode : pspawn_config.default_mode) != PSPAWN_MODE_OFF)
+        return "the site's force=off in plugstack.conf";
+    return option_refused[0] ? option_refused : NULL;
 }
 
 int pspawn_option_given(void)

@@ -276,6 +276,14 @@ static int parse_items(struct pspawn_options *o, const char *text, char *copy, c
     return 0;
 }
 
+int pspawn_options_is_key(const char *name, size_t len)
+{
+    for (int i = 0; i < ITEM_OFF; i++)
+        if (strlen(item_names[i]) == len && strncmp(name, item_names[i], len) == 0)
+            return 1;
+    return 0;
+}
+
 int pspawn_options_parse(struct pspawn_options *o, const char *text, char *err, size_t errlen)
 {
     if (errlen > 0)

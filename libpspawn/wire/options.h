@@ -140,6 +140,10 @@ void pspawn_options_defaults(struct pspawn_options *o);
  * and what is expected; O may then be partly updated. */
 int pspawn_options_parse(struct pspawn_options *o, const char *text, char *err, size_t errlen);
 
+/* Whether NAME (LEN bytes) is one of the options' keys (fanout, reuse...;
+ * not a word: on, off, auto). */
+int pspawn_options_is_key(const char *name, size_t len);
+
 /* O as text that pspawn_options_parse reads back (every key, no word).
  * 0, or -1 if SIZE is too small. */
 int pspawn_options_format(const struct pspawn_options *o, char *buf, size_t size);

@@ -239,4 +239,28 @@ rc_pip=$?
 ok $? "Slurm 22.05: --pspawn=mode=pip: task 1's SIGSEGV reported as by plain srun, exit $rc_pip ($rc_plain), the others run on" ||
     { diag_file "$tmp/pipcrash.plain" 6; diag_file "$tmp/pipcrash.pip" 6; }
 
+# Site policy in plugstack.conf (read again by each srun and slurmstepd).
+# allow=fanout: srun refuses another key, naming it and the rule, and
+# runs nothing; an allowed key runs.
+echo "optional $plugin shim=$shim allow=fanout" >"$tmp/plugstack.conf"
+watched "$tmp/allow.refused" "srun $binding --pspawn=mode=pip -n2 ./probe"
+rc=$?
+watched "$tmp/allow.taken" "srun $binding --pspawn=fanout=none -n2 ./probe"
+rc_taken=$?
+[ $rc != 0 ] && grep -q 'mode= is not allowed on this cluster (its plugstack.conf says allow=fanout)' "$tmp/allow.refused" &&
+    ! grep -q 'proxy_mapped' "$tmp/allow.refused" && [ $rc_taken = 0 ] &&
+    [ "$(grep -c 'proxy_mapped=1' "$tmp/allow.taken")" = 2 ]
+ok $? "Slurm 22.05: allow=fanout: --pspawn=mode=pip refused by srun with the rule (rc $rc), --pspawn=fanout=none forked (rc $rc_taken)" ||
+    { diag_file "$tmp/allow.refused" 4; diag_file "$tmp/allow.taken" 4; }
+# force=off: --pspawn's tasks are exec'd, srun says so, slurmd's log too.
+echo "optional $plugin shim=$shim force=off" >"$tmp/plugstack.conf"
+watched "$tmp/force" "srun $binding --pspawn -n2 ./probe"
+rc=$?
+[ $rc = 0 ] && [ "$(grep -c 'proxy_mapped=0' "$tmp/force")" = 2 ] &&
+    grep -q 'turned off on this cluster (plugstack.conf force=off)' "$tmp/force" &&
+    grep -q "plain exec (the site's force=off in plugstack.conf)" "$tmp/slurmd.log"
+ok $? "Slurm 22.05: force=off: --pspawn's 2 tasks exec'd, the user told, slurmd's log says why (rc $rc)" ||
+    { diag_file "$tmp/force" 4; grep pspawn "$tmp/slurmd.log" | tail -n 3 | sed 's/^/# /'; }
+echo "optional $plugin shim=$shim" >"$tmp/plugstack.conf"
+
 tap_done

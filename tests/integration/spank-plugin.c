@@ -365,6 +365,63 @@ static void case_option_and_default(void)
                 &t);
 }
 
+/* The site's policy in plugstack.conf: force=off execs every step, said
+ * once per step at info level; allow= names the keys a user may set: srun
+ * refuses another with the rule, and slurmstepd (which decides) execs the
+ * step and says why. */
+static void case_site_policy(void)
+{
+    struct task t;
+    expect_plain("force=off, --pspawn",
+                 &(struct step){ .plugstack = "force=off shim=" SHIM, .option_given = 1,
+                                 .optarg = "on", .stepid = 0, .local_tasks = 4,
+                                 .argv = ARGV("/bin/app") });
+    if (!tap_ok(strstr(host.log, "plain exec (the site's force=off in plugstack.conf)") != NULL,
+                "force=off: the step's plain exec logged with the rule"))
+        tap_diag("log: %s", host.log);
+    expect_plain("force=off, default=on, no --pspawn",
+                 &(struct step){ .plugstack = "default=on force=off shim=" SHIM, .stepid = 0,
+                                 .local_tasks = 4, .argv = ARGV("/bin/app") });
+    expect_plain("allow=fanout:python, --pspawn=on,reuse=job (slurmstepd's decision)",
+                 &(struct step){ .plugstack = "allow=fanout:python shim=" SHIM, .option_given = 1,
+                                 .optarg = "on,reuse=job", .stepid = 0, .local_tasks = 4,
+                                 .argv = ARGV("/bin/app") });
+    tap_ok(strstr(host.log, "reuse= is not allowed on this cluster (its plugstack.conf says "
+                  "allow=fanout:python)") && strstr(host.log, "plain exec (--pspawn=on,reuse=job"),
+           "a refused key: slurmstepd's log names the key and the rule, and the step's exec");
+    expect_shim("allow=fanout:python, --pspawn=fanout=core",
+                &(struct step){ .plugstack = "allow=fanout:python shim=" SHIM, .option_given = 1,
+                                .optarg = "fanout=core", .stepid = 0, .local_tasks = 4,
+                                .argv = ARGV("/bin/app") },
+                &t);
+    expect_shim("allow= (no key), --pspawn=auto",
+                &(struct step){ .plugstack = "allow= shim=" SHIM, .option_given = 1,
+                                .optarg = "auto", .stepid = 0, .local_tasks = 4,
+                                .argv = ARGV("/bin/app") },
+                &t);
+    /* srun checks first, for the user: a refused key stops it. */
+    struct spank_handle sp = { 0 };
+    char *allow[] = { "allow=fanout" };
+    host.context = S_CTX_LOCAL;
+    host.option = NULL;
+    host.n_errors = 0;
+    tap_ok(load() == 0 && p_init(&sp, 1, allow) == 0 && host.option &&
+           host.option->cb(host.option->val, "mode=pip", 0) != 0 &&
+           strstr(host.last_error, "--pspawn=mode=pip: mode= is not allowed on this cluster"),
+           "srun: a key the site does not allow is refused, naming it (%s)", host.last_error);
+    tap_ok(host.option && host.option->cb(host.option->val, "fanout=core", 0) == 0,
+           "srun: an allowed key is taken");
+    unload();
+    char *force[] = { "force=off" };
+    host.option = NULL;
+    host.log[0] = '\0';
+    tap_ok(load() == 0 && p_init(&sp, 1, force) == 0 && host.option &&
+           host.option->cb(host.option->val, "on", 0) == 0 &&
+           strstr(host.log, "turned off on this cluster (plugstack.conf force=off)"),
+           "srun under force=off: --pspawn taken, and the user told it is off");
+    unload();
+}
+
 /* Steps the shim cannot serve (or must not) are exec'd as they are. */
 static void case_steps_left_plain(void)
 {
@@ -450,6 +507,7 @@ int main(void)
     test_contain_spank();
     case_one_token_per_step(&t);
     case_option_and_default();
+    case_site_policy();
     case_steps_left_plain();
     case_shim_failures();
     case_signals_debug_and_proctrack();

@@ -233,6 +233,33 @@ static void case_site_and_reuse_options(void)
            "formatted and read back: \"%s\"", text);
 }
 
+/* Site policy: force=off, allow=KEY:KEY; what allow= refuses of a user's
+ * --pspawn keys, and how it says so. */
+static void case_site_policy(void)
+{
+    struct pspawn_config cfg;
+    char err[256] = "";
+    tap_ok(parse("force=off allow=fanout:python", &cfg, err, sizeof err) == 0 && cfg.force_off &&
+           cfg.allow_set && strcmp(cfg.allow, ":fanout:python:") == 0,
+           "force=off allow=fanout:python: taken (%s)", err[0] ? err : cfg.allow);
+    tap_ok(pspawn_config_refuses(&cfg, "fanout=core,python=off", err, sizeof err) == 0,
+           "allowed keys pass");
+    tap_ok(pspawn_config_refuses(&cfg, "fanout=core,reuse=job", err, sizeof err) == -1 &&
+           strstr(err, "reuse= is not allowed") && strstr(err, "allow=fanout:python"),
+           "reuse= refused, naming the key and the rule: %s", err);
+    tap_ok(parse("allow=", &cfg, err, sizeof err) == 0 && cfg.allow_set &&
+           pspawn_config_refuses(&cfg, "", err, sizeof err) == 0 &&
+           pspawn_config_refuses(&cfg, "fanout=l3", err, sizeof err) == -1 &&
+           strstr(err, "allow=)"),
+           "allow= (empty): no key, only the words (%s)", err);
+    pspawn_config_defaults(&cfg);
+    tap_ok(!cfg.force_off && !cfg.allow_set &&
+           pspawn_config_refuses(&cfg, "fanout=core,reuse=job,mode=pip", err, sizeof err) == 0,
+           "by default every key is allowed and nothing forced");
+    bad("allow=fanout:sideways", "sideways");
+    bad("force=on", "force=on");
+}
+
 int main(void)
 {
     case_plugstack_defaults();
@@ -243,6 +270,7 @@ int main(void)
     case_pspawn_args_accepted();
     case_pspawn_args_rejected();
     case_site_and_reuse_options();
+    case_site_policy();
     bad("fanout=sideways", "fanout=sideways");
     bad("fanout=l3,start=lazy", "fanout=l3,start=lazy");
 
