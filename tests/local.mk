@@ -370,6 +370,11 @@ EXTRA_DIST += tests/unit/exports.sh
 TESTS += tests/unit/spdx.sh
 EXTRA_DIST += tests/unit/spdx.sh
 
+# The task's pre-main code keeps no stack protector whatever a
+# distribution's CFLAGS add (child-flags.sh).
+TESTS += tests/unit/child-flags.sh
+EXTRA_DIST += tests/unit/child-flags.sh
+
 # How libpspawn's options are split into items (getsubopt), with no zygote.
 check_PROGRAMS += tests/unit/options-items
 TESTS += tests/unit/options-items

@@ -1,4 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+/* What runs in a task between its creation and its main() or execve(): on
+ * a vfork stack in the launcher, or in a fork of the zygote before the
+ * program's own code.  No stack protector: its canary is the launcher's
+ * (or the zygote's) and a check must not call into a libc that is half
+ * set up.  Makefile.am says -fno-stack-protector, but a distribution's
+ * CFLAGS (dpkg-buildflags: -fstack-protector-strong) come after it on the
+ * command line and would win: the pragma keeps it whatever the flags. */
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((no_stack_protector)), apply_to = function)
+#elif defined(__GNUC__)
+#pragma GCC optimize("no-stack-protector")
+#endif
 #include "config.h"
 
 #include <errno.h>
@@ -472,3 +484,7 @@ int pspawn_base_parse(const char *s, struct pspawn_base *b)
     }
     return *end == 0;
 }
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif
