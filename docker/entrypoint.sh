@@ -79,65 +79,10 @@ fi
 mkdir -p /var/log/slurm /var/lib/slurm/slurmctld /var/lib/slurm/slurmd
 chown slurm:slurm /var/log/slurm /var/lib/slurm /var/lib/slurm/slurmctld
 
-# slurmdbd, up once sacctmgr gets an answer (its first start creates the
-# database's tables: up to a minute on a busy 2-core machine).  Where the
-# system's MariaDB client library stops it at its first query (trixie's
-# 11.8.9, docker/mariadb-compat), it is started again with Debian 12's.
-start_slurmdbd() {
-    local compat=/usr/local/lib/pspawn-mariadb-compat log=/var/log/slurm/slurmdbd.log
-    local try env=()
-    for try in system compat; do
-        if [ $try = compat ]; then
-            grep -q '_check_mysql_concat_is_sane: null result' "$log" 2>/dev/null &&
-                [ -e $compat/libmariadb.so.3 ] || break
-            say "slurmdbd: the system's MariaDB client library cannot serve it; using $(cat $compat/SOURCE 2>/dev/null || echo $compat)"
-            env=(env LD_LIBRARY_PATH=$compat)
-        fi
-        : > "$log"; chown slurm:slurm "$log"
-        "${env[@]}" /usr/sbin/slurmdbd || { say "slurmdbd did not start"; return 1; }
-        for _ in $(seq 600); do
-            sacctmgr -n list cluster >/dev/null 2>&1 && return 0
-            pgrep -x slurmdbd >/dev/null || break
-            sleep 0.2
-        done
-    done
-    say "slurmdbd is not answering; the end of its log:"
-    tail -n 5 "$log" | sed 's/^/    /'
-    return 1
-}
-
-# Accounting on the controller: MariaDB, its slurm user, slurmdbd, and the
-# cluster, account and users in it (sacct needs them; nothing is enforced).
-start_accounting() {
-    mkdir -p /run/mysqld && chown mysql:mysql /run/mysqld
-    if [ ! -d /var/lib/mysql/mysql ]; then
-        mariadb-install-db --user=mysql --skip-test-db >/dev/null 2>&1 ||
-            { say "mariadb-install-db failed"; return 1; }
-    fi
-    runuser -u mysql -- /usr/sbin/mariadbd --skip-networking --socket=/run/mysqld/mysqld.sock \
-        >/var/log/slurm/mariadb.log 2>&1 &
-    # Where the clients look for it, when that is elsewhere (Debian sid's
-    # MariaDB 11.8: /run/mariadbd/mysqld.sock).
-    sock=$(mariadb --help --verbose 2>/dev/null | awk '$1 == "socket" { print $2 }')
-    case $sock in /*.sock) if [ "$sock" != /run/mysqld/mysqld.sock ]; then
-        mkdir -p "$(dirname "$sock")" && ln -sf /run/mysqld/mysqld.sock "$sock"; fi ;; esac
-    for _ in $(seq 100); do mariadb -e 'select 1' >/dev/null 2>&1 && break; sleep 0.2; done
-    pass=$(awk -F= '$1 == "StoragePass" { print $2 }' /etc/slurm/slurmdbd.conf)
-    mariadb -e "CREATE USER IF NOT EXISTS 'slurm'@'localhost' IDENTIFIED BY '$pass';
-                GRANT ALL ON slurm_acct_db.* TO 'slurm'@'localhost';" ||
-        { say "MariaDB did not start (see /var/log/slurm/mariadb.log)"; return 1; }
-    start_slurmdbd || return 1
-    sacctmgr -i add cluster pspawn >/dev/null 2>&1
-    sacctmgr -i add account test Description=tests Organization=pspawn >/dev/null 2>&1
-    sacctmgr -i add user alice,bob Account=test >/dev/null 2>&1
-    sacctmgr -n -P list user alice | grep -q '^alice' ||
-        { say "slurmdbd: alice is not in the accounting database"; return 1; }
-    say "slurmdbd up (MariaDB, cluster pspawn, account test: alice, bob)"
-}
-
 case $role in
 slurmctld)
-    start_accounting || exit 1
+    # Accounting (docker/accounting): MariaDB, slurmdbd, the test users.
+    /usr/local/sbin/pspawn-accounting start || exit 1
     say "starting slurmctld ($proctrack, $taskplugin, $jobacct)"
     exec /usr/sbin/slurmctld -D -i
     ;;

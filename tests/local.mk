@@ -187,7 +187,8 @@ EXTRA_DIST += tests/vm/slurm-vm.sh tests/vm/slurm-checks.sh tests/vm/slurm-bench
 	tests/vm/slurm/gres.conf tests/vm/slurm/node-c2 tests/vm/slurm/net-setup \
 	tests/vm/slurm/systemd/pspawn-vm-net.service tests/vm/slurm/systemd/slurmd-c2.service \
 	tests/vm/slurm/systemd/pspawn-vm-check.service \
-	tests/vm/slurm/systemd/slurmd.service.d/pspawn-vm.conf
+	tests/vm/slurm/systemd/slurmd.service.d/pspawn-vm.conf \
+	tests/vm/slurm/systemd/slurmctld.service.d/pspawn-vm.conf
 
 # Scripts: POSIX sh, run by $(SHELL); shared helpers in tests/fixtures/taplib.sh.
 SH_LOG_COMPILER = $(SHELL)

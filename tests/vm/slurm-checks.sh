@@ -64,6 +64,10 @@ mkdir -p "$E2E" && chown alice:alice "$E2E"
 ax "gcc -D_GNU_SOURCE -O2 -o task $src/tests/fixtures/task.c &&
     gcc -D_GNU_SOURCE -O2 -o probe $src/tests/fixtures/probe.c"
 ok $? "the test programs build in the guest" || { finish; }
+mkdir -p /home/bob/vm && chown bob:bob /home/bob/vm
+runuser -u bob -- gcc -O2 -I$src/libpspawn/wire -I$src/spank -o /home/bob/vm/hostile $src/tests/e2e/hostile.c &&
+    gcc -O2 -I$src/libpspawn/wire -o /root/vm-reuse-pid $src/tests/e2e/reuse-pid.c
+ok $? "bob's tool and root's (tests/e2e/hostile.c, reuse-pid.c) build in the guest"
 
 settled() {
     for _ in $(seq 100); do
@@ -247,7 +251,7 @@ SH
     fi
 
     # 7. sstat per task while the step runs (jobacct_gather/cgroup reads
-    #    each task_T; the guest runs no slurmdbd, so no sacct): 2 tasks
+    #    each task_T): 2 tasks
     #    holding 64 MB each, the step's task count and its biggest task's
     #    MaxRSS as plain srun's, within 10 %.
     cat >"$E2E/sstat.sh" <<'SH'
@@ -270,6 +274,134 @@ SH
     [ "${n_plain:-0}" = 2 ] && [ "${n_pspawn:-0}" = 2 ] && [ "${rss_plain:-0}" -ge $((60 * 1024)) ] &&
         awk -v a="$rss_plain" -v b="${rss_pspawn:-0}" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= a / 10) }'
     ok $? "sstat: 2 tasks, and the biggest task's MaxRSS as plain srun's within 10 % (${rss_plain:-none} KB, ${rss_pspawn:-none} KB)"
+
+    # 8. sacct (slurmdbd on c1): one job over both nodes, each way a step
+    #    whose task 2 holds 96 MB, then one whose tasks exit 3; slurmdbd's
+    #    records of the --pspawn steps are the plain ones'.  TotalCPU is
+    #    said, not compared: it also counts the zygote's start.
+    cat >"$E2E/acct.sbatch" <<'SH'
+#!/bin/bash
+hold='exec ./task hold $([ $SLURM_PROCID = 2 ] && echo 96 || echo 8) 6'
+srun bash -c "$hold"
+srun --pspawn bash -c "$hold"
+srun bash -c 'exit 3'
+srun --pspawn bash -c 'exit 3'
+SH
+    settled
+    jid=$(ax "sbatch --parsable -N2 -n4 -o /dev/null acct.sbatch")
+    for _ in $(seq 240); do
+        [ "$(ax "sacct -n -P -j $jid.0,$jid.1,$jid.2,$jid.3 -o State" | grep -cE '^(COMPLETED|FAILED)')" = 4 ] && break
+        sleep 0.5
+    done
+    for s in 0 1 2 3; do
+        ax "sacct -n -P -j $jid.$s -o NTasks,MaxRSS,MaxRSSTask,MaxVMSizeTask,State,ExitCode,TotalCPU" >"$tmp/sacct.$s"
+    done
+    diag "sacct NTasks|MaxRSS|MaxRSSTask|MaxVMSizeTask|State|ExitCode|TotalCPU: plain $(cat "$tmp/sacct.0"), --pspawn $(cat "$tmp/sacct.1"); exit 3: plain $(cat "$tmp/sacct.2"), --pspawn $(cat "$tmp/sacct.3")"
+    IFS='|' read -r nt_plain rss_plain rsst_plain vmt_plain st_plain ec_plain _ <"$tmp/sacct.0"
+    IFS='|' read -r nt_pspawn rss_pspawn rsst_pspawn vmt_pspawn st_pspawn ec_pspawn _ <"$tmp/sacct.1"
+    rss_plain=$(echo "0|$rss_plain" | kb /dev/stdin | cut -d' ' -f2)
+    rss_pspawn=$(echo "0|$rss_pspawn" | kb /dev/stdin | cut -d' ' -f2)
+    [ "$nt_plain" = 4 ] && [ "$nt_pspawn" = 4 ] && [ "$st_plain|$ec_plain" = "COMPLETED|0:0" ] &&
+        [ "$st_pspawn|$ec_pspawn" = "COMPLETED|0:0" ] && [ "${rss_plain:-0}" -ge $((90 * 1024)) ] &&
+        awk -v a="$rss_plain" -v b="${rss_pspawn:-0}" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= a / 10) }'
+    ok $? "sacct: both steps recorded with 4 tasks, COMPLETED 0:0, the biggest task's MaxRSS as plain's within 10 % (${rss_plain:-none} KB, ${rss_pspawn:-none} KB)"
+    # (MaxVMSizeTask is said, not compared: on cgroup v2 plain srun's
+    # record names task 0 or 1 too, not the task holding 96 MB.)
+    [ "$rsst_plain" = 2 ] && [ "$rsst_pspawn" = 2 ]
+    ok $? "sacct: the biggest task is task 2 in both records (MaxRSSTask $rsst_plain $rsst_pspawn; MaxVMSizeTask $vmt_plain $vmt_pspawn)"
+    [ "$(cut -d'|' -f1,5,6 "$tmp/sacct.2")" = "4|FAILED|3:0" ] && [ "$(cut -d'|' -f1,5,6 "$tmp/sacct.3")" = "4|FAILED|3:0" ]
+    ok $? "sacct: tasks that exit 3 give the same record both ways ($(cut -d'|' -f1,5,6 "$tmp/sacct.2"), $(cut -d'|' -f1,5,6 "$tmp/sacct.3"))"
+
+    hostile_checks
+}
+
+# 9. bob, a second user, on both nodes against alice's --pspawn steps (what
+#    tests/e2e/hostile.sh does on cgroup v1 that touches cgroups or the
+#    mover): his binds of her next step's names, his probes of every name
+#    of hers while her step runs (junk, a request with a 1 GiB memfd, a
+#    mover request for one of her pids with a made-up token) and his
+#    signals to her processes change nothing: her tasks' cgroups are plain
+#    srun's; and root, ending her reuse=job job, does not kill a process of
+#    bob's that took the pid of her job zygote's listener.
+# bn NODE CMD: CMD as bob on NODE (its namespaces), in ~bob/vm, in a
+# session of his own: the kernel lets SIGCONT reach any process of one's
+# own session, and these scripts' session is alice's srun's too.
+bn() { on "$1" "runuser -u bob -- setsid -w bash -c $(printf %q "cd /home/bob/vm && $2")"; }
+hostile_checks() {
+    local auid buid n next names tag step
+    auid=$(id -u alice) buid=$(id -u bob)
+    step="-N2 -n4 -l bash -c 'cat /proc/self/cgroup; sleep \${1:-0}' x"
+    settled; ax "srun $step" >"$tmp/h.plain" 2>&1
+    # His binds (full queues) of the zygote's names of her next job's steps.
+    next=$({ scontrol -o show jobs | grep -o '^JobId=[0-9]*' | cut -d= -f2
+             sacct -a -X -n -P -o JobID -S now-1days; echo 0; } | grep -E '^[0-9]+$' | sort -n | tail -n 1)
+    next=$((next + 1))
+    names=$(for j in $next $((next + 1)); do for x in "" .lock .fail; do echo -n " pspawn-$auid.$j.0$x"; done; done)
+    for n in c1 c2; do bn $n "rm -f sq.$n.*; (timeout 200 ./hostile squat --full 150 $names >sq.$n.out 2>&1 &)"; done
+    for n in c1 c2; do
+        for _ in $(seq 100); do [ "$(bn $n "grep -c '^squat .* seqpacket ok$' sq.$n.out 2>/dev/null")" = 6 ] && break; sleep 0.2; done
+    done
+    settled; ax "srun --pspawn $step" >"$tmp/h.squat" 2>&1; rc=$?
+    for n in c1 c2; do bn $n "pkill -u bob -x hostile; sleep 1; cat sq.$n.out"; done >"$tmp/h.squatters"
+    diag "bob's binds: $(grep -c ' seqpacket ok$' "$tmp/h.squatters") of 12 names ($names on each node), $(grep -c '^conn ' "$tmp/h.squatters") connections of alice's to them"
+    [ $rc = 0 ] && diff <(eval "$jobname | sort" <"$tmp/h.plain") <(eval "$jobname | sort" <"$tmp/h.squat") >"$tmp/h.squat.diff" &&
+        ! grep -q '^conn .* bytes=[1-9]' "$tmp/h.squatters"
+    ok $? "bob holds her next steps' names on both nodes: her step exits 0, every task in plain srun's cgroups, nothing sent to him (rc $rc)" ||
+        { diag_file "$tmp/h.squat.diff" 8; grep '^conn ' "$tmp/h.squatters" | head -4 | sed 's/^/# /'; }
+    # While a step of hers runs: his probes and signals, on each node.
+    settled
+    ax "srun --pspawn $step 20" >"$tmp/h.live" 2>&1 &
+    local job=$!
+    for _ in $(seq 100); do [ "$(grep -c "@pspawn-$auid\." /proc/net/unix)" -ge 1 ] && sleep 2 && break; sleep 0.3; done
+    : >"$tmp/h.probe"; : >"$tmp/h.signal"
+    for n in c1 c2; do
+        bn $n "names=\$(grep -oE '@pspawn-(job\.)?$auid\.[^ ]*' /proc/net/unix | sort -u | cut -c2-); echo names \$names;
+            victim=\$(ps -u alice -o pid= | sort -n | tail -n 1);
+            timeout 120 ./hostile probe --pid \${victim:-1} \$names" >>"$tmp/h.probe" 2>&1
+        bn $n "timeout 120 ./hostile signal \$(ps -u alice -o pid=)" >>"$tmp/h.signal" 2>&1
+    done
+    wait $job; rc=$?
+    bad=$(awk '$1 == "attempt" { kind = $2 ~ /\.(lock|fail)$/ ? "other" : "zygote"; r = $4
+            good = r ~ /^refused:/ || r == "burst-refused" || (kind == "zygote" && r ~ /^closed/) ||
+                   (kind == "other" && (r == "nothing" || r ~ /^closed/))
+            if (!good) print }' "$tmp/h.probe")
+    n_names=$(grep '^names' "$tmp/h.probe" | wc -w)
+    n_att=$(grep -c '^attempt ' "$tmp/h.probe")
+    [ $((n_names - 2)) -ge 2 ] && [ "$n_att" -gt 0 ] && [ -z "$bad" ] && grep -q ' mover-request ' "$tmp/h.probe"
+    ok $? "her live step: bob's $n_att connections and messages to her $((n_names - 2)) names on both nodes (a mover request for her pid among them) all refused" ||
+        { echo "$bad" | head -6 | sed 's/^/# /'; diag_file "$tmp/h.probe" 4; }
+    n_sig=$(grep -c '^attempt ' "$tmp/h.signal")
+    [ "$n_sig" -gt 0 ] && [ "$(grep -c ' ALLOWED$' "$tmp/h.signal")" = 0 ] &&
+        [ "$(grep '^attempt ' "$tmp/h.signal" | grep -vcE ' (EPERM|EACCES|ESRCH)$')" = 0 ]
+    ok $? "her live step: bob's $n_sig signals, traces and reads of her processes all refused" ||
+        grep '^attempt ' "$tmp/h.signal" | grep -vE ' (EPERM|EACCES|ESRCH)$' | head -6 | sed 's/^/# /'
+    [ $rc = 0 ] && diff <(eval "$jobname | sort" <"$tmp/h.plain") <(eval "$jobname | sort" <"$tmp/h.live") >"$tmp/h.live.diff"
+    ok $? "her live step exits 0, every task in plain srun's cgroups (rc $rc)" || diag_file "$tmp/h.live.diff" 8
+    # Root acts only on a pid it pinned: her job's zygote's listener (c1)
+    # gives its socket to a process of hers and dies; a process of bob's
+    # takes its pid (reuse-pid); her job's end must leave it alive.
+    settled
+    ax "sbatch --parsable -N1 -w c1 -o /dev/null --wrap='srun --pspawn=on,reuse=job,fanout=none -n1 true; sleep 20'" >"$tmp/h.pin"
+    local pj zname res taker owner
+    pj=$(cat "$tmp/h.pin")
+    for _ in $(seq 300); do
+        zname=$(grep -oE "@pspawn-job\.$auid\.$pj\.[0-9a-f]{16}\.[0-9a-f]{16}( |\$)" /proc/net/unix | tr -d ' ' | head -n 1 | cut -c2-)
+        [ -n "$zname" ] && break
+        sleep 0.2
+    done
+    # (Into a file: the holder and the taker keep its stdout open, and a
+    # $(...) would wait for them, 300 s.)
+    timeout 60 /root/vm-reuse-pid "$zname" "$auid" "$buid" >"$tmp/h.res" 2>&1 </dev/null
+    res=$(head -n 1 "$tmp/h.res")
+    taker=$(awk '{ print $6 }' <<<"$res")
+    for _ in $(seq 180); do [ -z "$(squeue -h -j "$pj" 2>/dev/null)" ] && break; sleep 0.5; done
+    sleep 3
+    owner=$( [ "${taker:-0}" != 0 ] && stat -c %U "/proc/$taker" 2>/dev/null)
+    [ -n "$zname" ] && [ "${taker:-0}" != 0 ] && [ "$owner" = bob ]
+    ok $? "her reuse=job job $pj's end: bob's process that took the pid of her job zygote's listener ($res) lives" ||
+        diag "zygote name '$zname', the taker's owner now '$owner'"
+    pkill -u bob 2>/dev/null; pkill -u alice -f vm-reuse-pid 2>/dev/null
+    true
 }
 
 # The job's folder: job_N before Slurm 26.05; from 26.05 on the job's

@@ -7,8 +7,8 @@
 # PrologFlags=Contain, proctrack/cgroup, task/cgroup,task/affinity and
 # jobacct_gather/cgroup.  Two nodes: c1 under systemd (slurmstepd's scope
 # made over D-Bus), c2 in namespaces of its own with IgnoreSystemd=yes
-# (tests/vm/slurm/node-c2).  Prints the TAP of tests/vm/slurm-checks.sh,
-# which runs in the guest.
+# (tests/vm/slurm/node-c2); slurmdbd and MariaDB on c1, for sacct.  Prints
+# the TAP of tests/vm/slurm-checks.sh, which runs in the guest.
 #
 # The guest's root is the mini-cluster's image (docker/cluster build: Slurm,
 # Open MPI, the project's .debs as a site installs them) plus systemd, D-Bus
