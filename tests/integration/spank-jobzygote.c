@@ -510,6 +510,25 @@ static void case_no_extern_process(const char *job)
     end(z);
 }
 
+/* FROM copied to TO, mode 0755: 0, or -1 with errno. */
+static int copy_program(const char *from, const char *to)
+{
+    char buf[65536];
+    ssize_t n = 0;
+    int in = open(from, O_RDONLY | O_CLOEXEC);
+    int out = in < 0 ? -1 : open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+    while (out >= 0 && (n = read(in, buf, sizeof buf)) > 0)
+        if (write(out, buf, (size_t)n) != n)
+            n = -1;
+    int err = in < 0 || out < 0 || n < 0 ? errno : 0;
+    if (in >= 0)
+        close(in);
+    if (out >= 0 && (close(out) < 0 || fchmodat(AT_FDCWD, to, 0755, 0) < 0) && !err)
+        err = errno;
+    errno = err;
+    return err ? -1 : 0;
+}
+
 static void run_cases(void)
 {
     jobid = 900000 + (uint32_t)getpid() % 90000;
@@ -521,6 +540,15 @@ static void run_cases(void)
     mkdir(shimdir, 0777);
     chmod(shimdir, 0777);
     snprintf(report, sizeof report, "%s/report", shimdir);
+    /* The fake shim runs as the job's user: a copy it can read, whatever
+     * the build tree's permissions (a 0700 home, mktemp -d). */
+    char copy[sizeof self_exe];
+    snprintf(copy, sizeof copy, "%.*s/fake-shim", (int)sizeof copy - 16, shimdir);
+    if (copy_program(self_exe, copy) == 0)
+        memcpy(self_exe, copy, sizeof copy);
+    else
+        tap_diag("cannot copy %s to %s: %s (the job's user may not reach it)", self_exe, copy,
+                 strerror(errno));
     case_job_end_pid_reused(job);
     case_evict_pid_reused(job);
     case_decoy_extern(job);
@@ -530,6 +558,7 @@ static void run_cases(void)
     case_no_extern_process("sNOEXTERNPROC0");
     be_stepd(job, "step_0");
     unlink(report);
+    unlink(copy);
     rmdir(shimdir);
 }
 
