@@ -4,7 +4,8 @@
  * input is one plugstack.conf line after the plugin's path, split into
  * words at blanks as Slurm splits it.
  *
- * Invariants: an error always says something, in a terminated buffer;
+ * Invariants: an error always says something, in a terminated buffer
+ * (allow='s refusals too);
  * what parses holds only known values, an absolute shim path, and site
  * options that libpspawn's parser takes (slurmstepd hands them to every
  * step); and the libpspawn keys of a line are accepted exactly when
@@ -21,7 +22,8 @@
 
 static int is_plugin_key(const char *w)
 {
-    static const char *const keys[] = { "default=", "signals=", "debug=", "shim=" };
+    static const char *const keys[] = { "default=", "signals=", "debug=", "shim=", "force=",
+                                        "allow=" };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         if (!strncmp(w, keys[i], strlen(keys[i])))
             return 1;
@@ -56,6 +58,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(cfg.debug == 0 || cfg.debug == 1, "debug %d", cfg.debug);
         FUZZ_CHECK(memchr(cfg.shim, 0, sizeof cfg.shim) && cfg.shim[0] == '/', "shim \"%.64s\"", cfg.shim);
         FUZZ_CHECK(memchr(cfg.options, 0, sizeof cfg.options) != NULL, "options not terminated");
+        FUZZ_CHECK(cfg.force_off == 0 || cfg.force_off == 1, "force %d", cfg.force_off);
+        FUZZ_CHECK(memchr(cfg.allow, 0, sizeof cfg.allow) != NULL, "allow not terminated");
+        /* allow= only ever refuses with a message, and never the site's
+         * own keys when it lets every key through. */
+        char aerr[256];
+        memset(aerr, 'x', sizeof aerr);
+        int arc = pspawn_config_refuses(&cfg, cfg.options, aerr, sizeof aerr);
+        FUZZ_CHECK((arc == 0 && aerr[0] == 0) || (arc == -1 && aerr[0] && memchr(aerr, 0, sizeof aerr)),
+                   "refuses %d: \"%.64s\"", arc, aerr);
+        FUZZ_CHECK(cfg.allow_set || arc == 0, "no allow=, yet \"%s\" refused", cfg.options);
         struct pspawn_options o;
         char why[256];
         pspawn_options_defaults(&o);

@@ -31,6 +31,11 @@ void slurm_error(const char *fmt, ...)
     va_end(ap);
 }
 
+void slurm_info(const char *fmt, ...)
+{
+    (void)fmt;
+}
+
 spank_err_t spank_option_register(spank_t sp, struct spank_option *opt)
 {
     (void)sp;
