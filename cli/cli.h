@@ -5,6 +5,8 @@
 
 #include <stdio.h>
 
+#include "pspawn.h"
+
 extern const char *progname;
 
 struct cli_options {
@@ -29,5 +31,13 @@ int cli_parse(int argc, char **argv, struct cli_options *o);
 
 /* pspawn --intercept ... (intercept.c): the exit status. */
 int cli_intercept(int argc, char **argv);
+
+/* report.c: what -v says. */
+/* The zygotes of CTX and what each served, on stderr. */
+void cli_print_zygotes(const pspawn_context_t *ctx);
+/* The launch of N tasks through CTX as the node's line (tally.h), into
+ * LINE (SIZE bytes): forked by its zygote (USED_ZYGOTE), or exec'd for WHY. */
+void cli_tally_line(const pspawn_context_t *ctx, int n, int used_zygote, const char *why,
+                    char *line, size_t size);
 
 #endif

@@ -47,27 +47,6 @@ static void on_signal(int sig)
     errno = e;
 }
 
-/* -v: the zygotes and what each served. */
-static void print_zygotes(const pspawn_context_t *ctx)
-{
-    pspawn_zygote_info_t z[64];
-    size_t n = pspawn_context_zygotes(ctx, z, 64);
-    if (pspawn_context_topology(ctx))
-        fprintf(stderr, "%s: %s\n", progname, pspawn_context_topology(ctx));
-    for (size_t i = 0; i < n && i < 64; i++) {
-        char cpus[256] = "";
-        size_t k = 0;
-        for (int c = 0; c < CPU_SETSIZE && k + 16 < sizeof cpus; c++)
-            if (CPU_ISSET(c, &z[i].cpus))
-                k += (size_t)snprintf(cpus + k, sizeof cpus - k, "%s%d", k ? "," : "", c);
-        fprintf(stderr, "%s:   %s %d: pid %ld, CPUs %s, node %d, %lu tasks (%s)\n", progname,
-                i ? "sub-zygote" : "zygote", z[i].group, (long)z[i].pid, cpus, z[i].node,
-                z[i].tasks, z[i].state);
-    }
-    if (n > 64)
-        fprintf(stderr, "%s:   (%zu more)\n", progname, n - 64);
-}
-
 /* The environment of task RANK: the caller's, --env's, and the task's
  * PSPAWN_RANK, PSPAWN_SIZE and PSPAWN_LOCAL_RANK; with RANK < 0, the
  * zygote's, which has no rank (its constructors and imports run once,
@@ -399,6 +378,7 @@ struct launch_report {
     int used_zygote;
     int pip;
     char reason[600];
+    char line[800];     /* -v: the node's line (tally.h) */
 };
 
 /* Say what the launch went through (-v, --pip not given), and destroy
@@ -409,9 +389,13 @@ static void close_context(pspawn_context_t *ctx, const char *path, int err,
 {
     lr->used_zygote = !opt.force_exec && pspawn_context_uses_zygote(ctx);
     if (opt.verbose && !opt.force_exec)
-        print_zygotes(ctx);
+        cli_print_zygotes(ctx);
     if (!opt.force_exec && pspawn_context_reason(ctx))
         snprintf(lr->reason, sizeof lr->reason, "%s", pspawn_context_reason(ctx));
+    if (opt.verbose && !err)
+        cli_tally_line(ctx, opt.n, lr->used_zygote,
+                       opt.force_exec ? "--exec" : *lr->reason ? lr->reason : NULL, lr->line,
+                       sizeof lr->line);
     const char *not_pip = NULL;
     lr->pip = !opt.force_exec && pspawn_context_mode(ctx, &not_pip) == PSPAWN_MODE_PIP;
     /* Asked for, not given: say so (the tasks ran all the same). */
@@ -551,7 +535,7 @@ int main(int argc, char **argv)
     }
     pid_t pgid = 0;
     err = launch(&ctx, path, targv, tasks, &pgid);
-    struct launch_report lr = { 0, 0, "" };
+    struct launch_report lr = { 0, 0, "", "" };
     close_context(&ctx, path, err, &lr);
     double t1 = now_s();
 
@@ -566,6 +550,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: launched %d tasks of %s in %.3f ms via %s%s%s\n", progname, opt.n,
                 path, (t1 - t0) * 1e3, lr.pip ? "PiP" : lr.used_zygote ? "zygote" : "exec",
                 *lr.reason ? ": " : "", lr.reason);
+        fprintf(stderr, "%s\n", lr.line);
     }
 
     /* A terminal stays with the tasks, as it would with a shell's job. */

@@ -17,6 +17,8 @@ prte_plugin_sources = \
 	prte-plugin/odls_pspawn_component.c \
 	prte-plugin/odls_pspawn_zygotes.h \
 	prte-plugin/odls_pspawn_zygotes.c \
+	prte-plugin/odls_pspawn_tally.h \
+	prte-plugin/odls_pspawn_tally.c \
 	prte-plugin/odls_pspawn_module.c
 
 EXTRA_DIST += $(prte_plugin_sources) config/prte-config-h

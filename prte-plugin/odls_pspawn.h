@@ -13,7 +13,8 @@
  * _mode), and
  * odls_pspawn_options for words; odls_pspawn_reuse (job, or dvm: a DVM's
  * jobs share a zygote per program), odls_pspawn_idle and
- * odls_pspawn_zygotes for a DVM's, e.g.
+ * odls_pspawn_zygotes for a DVM's, odls_pspawn_verbose (1: each node says
+ * in one line how it started a job's ranks), e.g.
  * `mpirun --mca odls pspawn --mca odls_pspawn_fanout l3`.
  */
 #ifndef PRTE_ODLS_PSPAWN_H
@@ -40,6 +41,8 @@ typedef struct {
     char *reuse;
     int idle;
     int zygotes;
+    /* odls_pspawn_verbose: each node's line per job (odls_pspawn_tally.c) */
+    int verbose;
 } prte_odls_pspawn_component_t;
 
 extern prte_odls_pspawn_component_t prte_mca_odls_pspawn_component;

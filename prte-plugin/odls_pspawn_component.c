@@ -100,6 +100,12 @@ static int pspawn_register(void)
         c, "zygotes",
         "odls_pspawn_reuse dvm: zygotes kept per node (the least recently used stops first)",
         PMIX_MCA_BASE_VAR_TYPE_INT, &prte_mca_odls_pspawn_component.zygotes);
+    prte_mca_odls_pspawn_component.verbose = 0;
+    (void)pmix_mca_base_component_var_register(
+        c, "verbose",
+        "1: each node prints one line per job once its ranks are started: how many were "
+        "forked, how many exec'd and why, and which zygote served them (pspawn-odls(7))",
+        PMIX_MCA_BASE_VAR_TYPE_INT, &prte_mca_odls_pspawn_component.verbose);
     return PRTE_SUCCESS;
 }
 

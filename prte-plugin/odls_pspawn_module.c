@@ -43,9 +43,11 @@
 
 #include "procfs.h"
 #include "pspawn.h"
+#include "tally.h"
 
 #include "odls_pspawn_compat.h"
 #include "odls_pspawn_rank.h"
+#include "odls_pspawn_tally.h"
 #include "odls_pspawn_zygotes.h"
 
 #include "src/hwloc/hwloc-internal.h"
@@ -248,6 +250,10 @@ static int pspawn_fork_local_proc(void *cdptr)
     PMIX_LOAD_NSPACE(job, NULL != child ? child->name.nspace : cd->jdata->nspace);
     pid_t pid = -1;
     char *why = NULL;       /* the zygote's own error, said in the rank's */
+    /* odls_pspawn_verbose: how this rank was made, for the node's line */
+    int forked = 0, kind = PSPAWN_ZYGOTE_NEW;
+    long long zstart = 0;
+    char how[160] = "stop-on-exec: a debugger's rank is exec'd";
     if (traced) {
         /* No zygote for a job that stops at exec. */
         char *path = pspawn_program_path(cd);
@@ -269,9 +275,20 @@ static int pspawn_fork_local_proc(void *cdptr)
             VERBOSE(5, "%s odls:pspawn: %s: %s", PRTE_NAME_PRINT(PRTE_PROC_MY_NAME), z->cmd,
                     pspawn_context_reason(&z->ctx));
         }
+        if (prte_mca_odls_pspawn_component.verbose && NULL != z) {
+            pspawn_zygote_info_t root;
+            forked = 0 == err && pspawn_context_uses_zygote(&z->ctx);
+            kind = PMIX_CHECK_NSPACE(z->job, job) ? PSPAWN_ZYGOTE_NEW : PSPAWN_ZYGOTE_JOB;
+            zstart = forked && pspawn_context_zygotes(&z->ctx, &root, 1) >= 1
+                         ? pspawn_proc_start_ms(root.pid) : 0;
+            snprintf(how, sizeof how, "%s", 0 != err ? strerror(err)
+                     : NULL != pspawn_context_reason(&z->ctx) ? pspawn_context_reason(&z->ctx)
+                     : "no zygote");
+        }
         pspawn_zygotes_unlock();
     }
     pspawn_attr_destroy(&attr);
+    pspawn_job_tally(job, (unsigned)cd->jdata->num_local_procs, forked, kind, zstart, how);
     if (NULL != child)
         child->pid = 0 == err && (!traced || PSPAWN_PRTE_BASE_DETACHES) ? pid : 0;
     if (0 != err) {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* A shim's request, as the mover reads it (pspawn_cgroup.h); fuzzed by
- * tests/fuzz/fuzz-mover.c. */
+/* A shim's request and report, as the mover reads them (pspawn_cgroup.h);
+ * fuzzed by tests/fuzz/fuzz-mover.c. */
 #include "config.h"
 
 #include <errno.h>
@@ -20,5 +20,23 @@ int pspawn_mover_decode(const void *buf, size_t len, const char *token, pid_t *p
     if (!pspawn_tokens_equal(q.token, token, PSPAWN_MOVER_TOKEN))
         return EPERM;
     *pid = (pid_t)q.pid;
+    return 0;
+}
+
+int pspawn_report_decode(const void *buf, size_t len, const char *token,
+                         struct pspawn_mover_report *r)
+{
+    if (len != sizeof *r)
+        return EPROTO;
+    memcpy(r, buf, sizeof *r);
+    if (r->magic != PSPAWN_REPORT_MAGIC || (r->forked != 0 && r->forked != 1) ||
+        (r->verbose != 0 && r->verbose != 1) ||
+        (r->forked && r->zygote != PSPAWN_ZYGOTE_NEW && r->zygote != PSPAWN_ZYGOTE_JOB))
+        return EPROTO;
+    if (!pspawn_tokens_equal(r->token, token, PSPAWN_MOVER_TOKEN))
+        return EPERM;
+    r->why[sizeof r->why - 1] = '\0';
+    if (r->zygote_start_ms < 0)
+        r->zygote_start_ms = 0;
     return 0;
 }

@@ -70,8 +70,10 @@
 #include "procfs.h"
 #include "protocol.h"
 #include "pspawn_cgroup.h"
+#include "options.h"
 #include "sayline.h"
 #include "shim.h"
+#include "tally.h"
 
 #define say shim_say
 #include "unixsock.h"
@@ -79,6 +81,7 @@
 extern char **environ;
 
 static int debug;
+static int verbose;     /* --pspawn=verbose: the node's line, when we are its last task */
 static int sig_pipe[2] = { -1, -1 };
 static int starter;     /* --job-zygote: starts a job's zygote, runs no task */
 
@@ -94,28 +97,29 @@ void shim_say(const char *fmt, ...)
     va_end(ap);
 }
 
-/* A plain task: what slurmstepd would have done. */
-static void __attribute__((noreturn)) exec_plain(const char *path, char **argv, const char *why)
-{
-    if (starter) {
-        /* The lock goes with us: the step's stand-ins exec their tasks. */
-        say("no job's zygote: %s", why ? why : "the program is not one to fork");
-        _exit(1);
-    }
-    if (why)
-        say("plain exec: %s", why);
-    execve(path, argv, environ);
-    int e = errno;
-    fprintf(stderr, "slurmstepd: error: execve(): %s: %s\n", argv[0], strerror(e));
-    _exit(e);
-}
-
 /* PSPAWN_SHIM_* from the plugin, taken out of the environment. */
 static struct {
     char *key, *token, *tasks, *signals, *proctrack, *signal_children, *options,
         *argv0, *mover, *job, *lock_fd, *idle_ms;
     int mover_fd;       /* -1: the step has no mover */
 } shim = { .mover_fd = -1 };
+
+/* A plain task: what slurmstepd would have done, and the step's tally
+ * told why. */
+static void __attribute__((noreturn)) exec_plain(const char *path, char **argv, const char *why)
+{
+    if (starter) {
+        /* The lock goes with us: the step's stand-ins exec their tasks. */
+        say("no job's zygote: %s", why);
+        _exit(1);
+    }
+    say("plain exec: %s", why);
+    shim_report(shim.mover_fd, shim.token, 0, PSPAWN_ZYGOTE_NONE, 0, why, verbose);
+    execve(path, argv, environ);
+    int e = errno;
+    fprintf(stderr, "slurmstepd: error: execve(): %s: %s\n", argv[0], strerror(e));
+    _exit(e);
+}
 
 /* Copy our variables, then overwrite their values in the block the kernel
  * shows as /proc/PID/environ (unsetenv only drops the pointers), and drop
@@ -350,8 +354,11 @@ static int relay_wanted(void)
 static void inspect_or_exec(const char *path, char **targv, struct program *prog)
 {
     int err = pspawn_program_inspect(prog, path);
-    if (err)
-        exec_plain(path, targv, NULL);
+    if (err) {
+        char why[96];
+        snprintf(why, sizeof why, "the program cannot be read: %s", strerror(err));
+        exec_plain(path, targv, why);
+    }
     if (prog->fallback)
         exec_plain(path, targv, prog->fallback);
     if (prog->ninterp)
@@ -478,6 +485,10 @@ int main(int argc, char **argv)
         return 2;
     char *options = step_options();
     int relay = relay_wanted();
+    struct pspawn_options asked;
+    char bad[160];
+    pspawn_options_defaults(&asked);
+    verbose = pspawn_options_parse(&asked, shim.options, bad, sizeof bad) == 0 && asked.verbose;
 
     char path[PATH_MAX];
     targv[0] = slurm_build_path(targv[0]);
@@ -521,5 +532,9 @@ int main(int argc, char **argv)
     unsigned long long start = 0;
     pspawn_proc_stat(task, 22, 22, &start);
     release_task(task, relay, &hold);
+    struct ucred zygote;
+    shim_report(shim.mover_fd, shim.token, 1, client.job ? PSPAWN_ZYGOTE_JOB : PSPAWN_ZYGOTE_NEW,
+                pspawn_peer_cred(sock, &zygote) == 0 ? pspawn_proc_start_ms(zygote.pid) : 0, NULL,
+                verbose);
     wait_and_exit_like(sock, task, task_pidfd, start, &client, wait_ms);
 }

@@ -35,7 +35,7 @@ struct pspawn_config {
     /* Site policy.  force=off: every step is exec'd, whatever the user
      * asked.  allow=KEY:KEY...: the keys a user's --pspawn may set
      * (":fanout:reuse:", colons around each; all keys while allow_set is
-     * 0).  The words on, off and auto are always the user's. */
+     * 0).  The words on, off, auto and verbose are always the user's. */
     int force_off;
     int allow_set;
     char allow[256];

@@ -39,6 +39,7 @@ struct channel {
     int mover_end;
     int task_end;
     struct pspawn_pin shim;     /* pid -1 until task_post_fork */
+    int reported;               /* its shim's report is in the tally */
 };
 
 static struct {
@@ -51,6 +52,9 @@ static struct {
     int stop[2];            /* written by pspawn_mover_stop */
     uid_t uid;
     char token[PSPAWN_MOVER_TOKEN];
+    struct pspawn_tally tally;  /* what the shims reported */
+    unsigned reports;
+    char node[64], scope[48];   /* the tally's line's */
 } mv = { .stop = { -1, -1 }, .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static int become_root(void)
@@ -217,10 +221,41 @@ static void reply(int fd, int err, int moved)
     send(fd, &r, sizeof r, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
-/* CH's end has something: a request (answered), or the end of it. */
+/* A shim's report on CH: counted once per task; a verbose shim gets the
+ * node's line once every task has reported, else "". */
+static void take_report(struct channel *ch, const void *buf, size_t len)
+{
+    struct pspawn_mover_report r;
+    int err = pspawn_report_decode(buf, len, mv.token, &r);
+    if (err) {
+        slurm_debug("pspawn: mover: a report that is not one (%s)", strerror(err));
+        return;
+    }
+    if (!ch->reported) {
+        ch->reported = 1;
+        mv.reports++;
+        if (r.forked)
+            pspawn_tally_forked(&mv.tally, r.zygote, r.zygote_start_ms);
+        else
+            pspawn_tally_exec(&mv.tally, 1, r.why);
+    }
+    if (!r.verbose)
+        return;
+    struct pspawn_mover_line l = { PSPAWN_REPORT_MAGIC, "" };
+    if (mv.reports == mv.n)
+        pspawn_tally_format(&mv.tally, mv.node, mv.scope, l.line, sizeof l.line);
+    send(ch->mover_end, &l, sizeof l, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+/* CH's end has something: a request (answered), a report, or the end of
+ * it. */
 static void serve(struct channel *ch)
 {
-    char buf[sizeof(struct pspawn_mover_req) + 1];
+    union {
+        struct pspawn_mover_req req;
+        struct pspawn_mover_report report;
+    } u;
+    char buf[sizeof u + 1];
     ssize_t n = recv(ch->mover_end, buf, sizeof buf, MSG_DONTWAIT | MSG_TRUNC);
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
         return;
@@ -228,6 +263,13 @@ static void serve(struct channel *ch)
         /* Every copy of the task's end is closed: it is over. */
         close(ch->mover_end);
         ch->mover_end = -1;
+        return;
+    }
+    uint32_t magic = 0;
+    if ((size_t)n >= sizeof magic)
+        memcpy(&magic, buf, sizeof magic);
+    if (magic == PSPAWN_REPORT_MAGIC) {
+        take_report(ch, buf, (size_t)n);
         return;
     }
     pid_t pid = 0;
@@ -288,11 +330,16 @@ static void close_all(void)
     }
 }
 
-int pspawn_mover_start(uid_t uid, const char *token, uint32_t ntasks, const char *job_extern)
+int pspawn_mover_start(uid_t uid, const char *token, uint32_t ntasks, const char *job_extern,
+                       const char *node, const char *scope)
 {
     if (mv.running)
         return 0;
     mv.uid = uid;
+    pspawn_tally_init(&mv.tally, ntasks);
+    mv.reports = 0;
+    snprintf(mv.node, sizeof mv.node, "%s", node ? node : "");
+    snprintf(mv.scope, sizeof mv.scope, "%s", scope ? scope : "");
     memset(mv.token, 0, sizeof mv.token);
     snprintf(mv.token, sizeof mv.token, "%s", token);
     mv.ch = calloc(ntasks ? ntasks : 1, sizeof *mv.ch);
@@ -313,7 +360,7 @@ int pspawn_mover_start(uid_t uid, const char *token, uint32_t ntasks, const char
             close_all();
             return -1;
         }
-        mv.ch[mv.n] = (struct channel){ sv[0], sv[1], PSPAWN_PIN_NONE };
+        mv.ch[mv.n] = (struct channel){ sv[0], sv[1], PSPAWN_PIN_NONE, 0 };
     }
     if (pipe2(mv.stop, O_CLOEXEC) < 0) {
         slurm_error("pspawn: mover: pipe: %s", strerror(errno));
@@ -384,14 +431,18 @@ int pspawn_mover_task_channel(int task)
     return keep;
 }
 
-void pspawn_mover_stop(void)
+int pspawn_mover_stop(struct pspawn_tally *tally)
 {
+    int was = mv.running;
     if (mv.running) {
         char c = 1;
         while (write(mv.stop[1], &c, 1) < 0 && errno == EINTR)
             ;
         pthread_join(mv.thread, NULL);
         mv.running = 0;
+        if (tally)
+            *tally = mv.tally;
     }
     close_all();
+    return was ? 0 : -1;
 }

@@ -39,6 +39,7 @@
 #include "pspawn_cgroup.h"
 #include "pspawn_jobzygote.h"
 #include "options.h"
+#include "tally.h"
 /* After spank.h, for the step ids and slurm_conf_t. */
 #include <slurm/slurm.h>
 
@@ -60,6 +61,13 @@ static struct {
     char *job_extern;               /* reuse=job: the job's extern step's cgroups */
     char options[1040];             /* the site's libpspawn options, then the step's */
     int job;                        /* key names the job's zygote (reuse=job) */
+    /* The step's line (tally.h), logged at its end where it asked for
+     * pspawn, and printed on the user's stderr with --pspawn=verbose. */
+    int report;
+    int verbose;
+    uint32_t ntasks;                /* local tasks */
+    const char *plain_why;          /* every task exec'd, decided here: why */
+    char node[64], scope[48];
 } step;
 
 #define say(...)                                    \
@@ -331,11 +339,36 @@ int pspawn_stepd_post_opt(spank_t sp)
     return 0;
 }
 
+/* A step that asked for pspawn (or was refused it by the site) has a
+ * line at its end: name it.  Batch, interactive and extern steps have
+ * none. */
+static void begin_report(spank_t sp, uint32_t jobid, uint32_t stepid, uint32_t local_tasks)
+{
+    step.report = stepid < SLURM_MAX_NORMAL_STEP_ID;
+    step.verbose = pspawn_option_verbose();
+    step.ntasks = local_tasks;
+    step.plain_why = NULL;
+    snprintf(step.scope, sizeof step.scope, "step=%u.%u", jobid, stepid);
+    if (spank_getenv(sp, "SLURMD_NODENAME", step.node, sizeof step.node) != ESPANK_SUCCESS &&
+        gethostname(step.node, sizeof step.node) < 0)
+        snprintf(step.node, sizeof step.node, "-");
+    step.node[sizeof step.node - 1] = '\0';
+}
+
+/* Every task of the step is exec'd, decided here for WHY. */
+static int all_plain(uint32_t jobid, uint32_t stepid, const char *why)
+{
+    say("pspawn: step %u.%u: plain exec (%s)", jobid, stepid, why);
+    step.plain_why = why;
+    return 0;
+}
+
 int pspawn_stepd_user_init(spank_t sp)
 {
     enum pspawn_mode mode = pspawn_option_mode();
     step.use = 0;
     step.job = 0;
+    step.report = 0;
     /* srun's word that it is under a parallel debugger: for us only. */
     char flag[8];
     spank_err_t erc = spank_getenv(sp, PSPAWN_DEBUGGER_VAR, flag, sizeof flag);
@@ -343,14 +376,9 @@ int pspawn_stepd_user_init(spank_t sp)
     if (debugger)
         spank_unsetenv(sp, PSPAWN_DEBUGGER_VAR);
     /* The site's policy turned off a step that would have used pspawn:
-     * said once per step and node, at info level (a site counts them). */
+     * its line says so (a site counts them). */
     const char *policy = pspawn_option_policy();
-    uint32_t pjob, pstep;
-    if (policy && spank_get_item(sp, S_JOB_ID, &pjob) == ESPANK_SUCCESS &&
-        spank_get_item(sp, S_JOB_STEPID, &pstep) == ESPANK_SUCCESS &&
-        pstep < SLURM_MAX_NORMAL_STEP_ID)
-        slurm_info("pspawn: step %u.%u: plain exec (%s)", pjob, pstep, policy);
-    if (mode == PSPAWN_MODE_OFF)
+    if (mode == PSPAWN_MODE_OFF && !policy)
         return 0;
 
     uid_t uid;
@@ -362,11 +390,12 @@ int pspawn_stepd_user_init(spank_t sp)
         slurm_error("pspawn: cannot read the step's ids; tasks run with a plain exec");
         return 0;
     }
+    begin_report(sp, jobid, stepid, local_tasks);
+    if (policy)
+        return all_plain(jobid, stepid, policy);
     const char *reason = plain_exec_reason(sp, mode, stepid, local_tasks, debugger);
-    if (reason) {
-        say("pspawn: step %u.%u: plain exec (%s)", jobid, stepid, reason);
-        return 0;
-    }
+    if (reason)
+        return all_plain(jobid, stepid, reason);
     /* The step's names end with a random part: another user who reads
      * job ids could otherwise bind them before the step does (the mover's
      * first, at this very point). */
@@ -401,12 +430,11 @@ int pspawn_stepd_user_init(spank_t sp)
         /* Not slurmstepd as Slurm runs it (a test's): no mover can be. */
         slurm_error("pspawn: step %u.%u: no mover (not root): tasks stay in the zygote's cgroups",
                     jobid, stepid);
-    } else if (pspawn_mover_start(uid, step.token, local_tasks, step.job ? step.job_extern : NULL) <
-               0) {
+    } else if (pspawn_mover_start(uid, step.token, local_tasks, step.job ? step.job_extern : NULL,
+                                  step.node, step.scope) < 0) {
         /* Tasks would stay in the zygote's cgroups, accounted and limited
          * as another task: exec them as Slurm would. */
-        say("pspawn: step %u.%u: plain exec (the mover could not start)", jobid, stepid);
-        return 0;
+        return all_plain(jobid, stepid, "the mover could not start");
     } else {
         step.mover = 1;
     }
@@ -429,7 +457,20 @@ static const char *const shim_vars[] = {
 
 void pspawn_stepd_exit(void)
 {
-    pspawn_mover_stop();
+    struct pspawn_tally t;
+    int reported = pspawn_mover_stop(&t) == 0;
+    if (step.report && getpid() == pspawn_stepd_pid) {
+        /* Without a mover (contain_spank, slurmstepd not root) no shim
+         * could report: its tasks are unknown. */
+        if (!reported)
+            pspawn_tally_init(&t, step.ntasks);
+        if (step.plain_why)
+            pspawn_tally_exec(&t, step.ntasks, step.plain_why);
+        char line[640];
+        pspawn_tally_format(&t, step.node, step.scope, line, sizeof line);
+        slurm_info("%s", line);
+        step.report = 0;
+    }
     free(step.job_extern);
     step.job_extern = NULL;
 }
@@ -523,8 +564,26 @@ static int exec_shim(spank_t sp)
 }
 #endif
 
+/* --pspawn=verbose on a step whose tasks are all exec'd by our decision:
+ * no shim runs to print the node's line, so local task 0's child, whose
+ * stderr is the task's, does. */
+static void say_plain_step(spank_t sp)
+{
+    int task;
+    if (!step.report || !step.verbose || !step.plain_why ||
+        spank_get_item(sp, S_TASK_ID, &task) != ESPANK_SUCCESS || task != 0)
+        return;
+    struct pspawn_tally t;
+    char line[640];
+    pspawn_tally_init(&t, step.ntasks);
+    pspawn_tally_exec(&t, step.ntasks, step.plain_why);
+    pspawn_tally_format(&t, step.node, step.scope, line, sizeof line);
+    fprintf(stderr, "%s\n", line);
+}
+
 int pspawn_stepd_task_init(spank_t sp)
 {
+    say_plain_step(sp);
     if (!step.use)
         return 0;
     /* This task's end to the mover: without it, its task would stay in

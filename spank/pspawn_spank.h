@@ -41,6 +41,11 @@ const char *pspawn_option_policy(void);
 /* libpspawn's options from the --pspawn argument ("fanout=l3,..."), or "". */
 const char *pspawn_option_options(void);
 
+/* Whether the --pspawn argument has the word verbose (kept where the
+ * site's allow= refused the rest of it): the step's line goes to the
+ * user's stderr too. */
+int pspawn_option_verbose(void);
+
 /* srun under a parallel debugger (MPIR: TotalView, DDT, or srun
  * --debugger-test) has slurmstepd stop each task at its exec for the
  * debugger to attach: with the shim, the debugger would find the shim, not
@@ -57,7 +62,8 @@ int pspawn_stepd_post_opt(spank_t sp);     /* reuse=job: the zygote's early star
 int pspawn_stepd_user_init(spank_t sp);
 int pspawn_stepd_task_post_fork(spank_t sp);
 int pspawn_stepd_task_init(spank_t sp);
-/* slurm_spank_exit: stop the step's mover thread (pspawn_mover.c). */
+/* slurm_spank_exit: stop the step's mover thread (pspawn_mover.c), and
+ * log the step's line (tally.h) at info level where it asked for pspawn. */
 void pspawn_stepd_exit(void);
 
 #endif

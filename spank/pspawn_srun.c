@@ -16,11 +16,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "options.h"
 #include "pspawn_spank.h"
 
 static int option_given;
 static enum pspawn_mode option_mode;
 static char option_options[512];
+static int option_verbose;      /* the word verbose, even in a refused argument */
 /* In slurmstepd: why the site's allow= refused the user's keys. */
 static char option_refused[400];
 
@@ -45,14 +47,18 @@ static int on_option(int val, const char *optarg, int remote)
      * the rule; slurmstepd, which decides (its plugstack.conf is the
      * node's), execs the step's tasks and says why in its log. */
     option_refused[0] = '\0';
+    struct pspawn_options asked;
+    pspawn_options_defaults(&asked);
+    int verbose = pspawn_options_parse(&asked, options, err, sizeof err) == 0 && asked.verbose;
     if (pspawn_config_refuses(&pspawn_config, options, err, sizeof err) < 0) {
         if (!remote) {
             slurm_error("pspawn: --pspawn=%s: %s", optarg ? optarg : "", err);
             return -1;
         }
+        /* Said once, by the step's line at its end (pspawn_slurmstepd.c). */
         snprintf(option_refused, sizeof option_refused, "--pspawn=%s: %s", optarg ? optarg : "",
                  err);
-        slurm_error("pspawn: %s: the step's tasks are exec'd", option_refused);
+        slurm_debug("pspawn: %s: the step's tasks are exec'd", option_refused);
         mode = PSPAWN_MODE_OFF;
         options[0] = '\0';
     }
@@ -61,6 +67,7 @@ static int on_option(int val, const char *optarg, int remote)
                    "tasks start by exec");
     memcpy(option_options, options, sizeof options);
     option_mode = mode;
+    option_verbose = verbose;
     option_given = 1;
     return 0;
 }
@@ -69,16 +76,16 @@ int pspawn_option_register(spank_t sp)
 {
     /* srun --help prints usage once the plugin is loaded, so it can name
      * the site default from plugstack.conf. */
-    static char usage[256];
+    static char usage[384];
     snprintf(usage, sizeof usage,
              "start each task as a fork of one copy of the program per node, "
              "loaded once (--pspawn alone means on; auto: only with more than one "
-             "task per node; site default: %s; with fanout=numa|l3|core|N, one forking "
-             "zygote per group of CPUs)",
+             "task per node; site default: %s; verbose: each node says how its tasks "
+             "started; with fanout=numa|l3|core|N, one forking zygote per group of CPUs)",
              pspawn_mode_name(pspawn_config.default_mode));
     static struct spank_option option = {
         .name = "pspawn",
-        .arginfo = "[on|off|auto][,fanout=MODE,...]",
+        .arginfo = "[on|off|auto][,verbose][,fanout=MODE,...]",
         .has_arg = 2,   /* optional: --pspawn or --pspawn=WORD */
         .val = 0,
         .cb = on_option,
@@ -115,6 +122,11 @@ int pspawn_option_given(void)
 const char *pspawn_option_options(void)
 {
     return option_given ? option_options : "";
+}
+
+int pspawn_option_verbose(void)
+{
+    return option_given && option_verbose;
 }
 
 void pspawn_srun_post_opt(void)

@@ -37,3 +37,25 @@ int shim_move_task(int fd, pid_t task, const char *token, int wait_ms)
         r.moved == 1 ? "y" : "ies");
     return 0;
 }
+
+void shim_report(int fd, const char *token, int forked, int zygote, long long zygote_start_ms,
+                 const char *why, int verbose)
+{
+    if (fd < 0)
+        return;
+    struct pspawn_mover_report r = { PSPAWN_REPORT_MAGIC, forked, zygote, verbose,
+                                     zygote_start_ms, { 0 }, { 0 } };
+    snprintf(r.token, sizeof r.token, "%s", token ? token : "");
+    snprintf(r.why, sizeof r.why, "%s", why ? why : "");
+    if (send(fd, &r, sizeof r, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof r || !verbose)
+        return;
+    /* The mover answers at once; it is slurmstepd, which never waits on
+     * us, so a second is far more than it takes. */
+    struct pspawn_mover_line l;
+    struct pollfd p = { fd, POLLIN, 0 };
+    if (poll(&p, 1, 1000) == 1 && recv(fd, &l, sizeof l, MSG_DONTWAIT) == (ssize_t)sizeof l &&
+        l.magic == PSPAWN_REPORT_MAGIC && l.line[0]) {
+        l.line[sizeof l.line - 1] = '\0';
+        fprintf(stderr, "%s\n", l.line);
+    }
+}

@@ -370,6 +370,8 @@ EXTRA_DIST += tests/unit/exports.sh
 # is there; make distcheck runs the same check on the tarball's tree.
 TESTS += tests/unit/spdx.sh
 EXTRA_DIST += tests/unit/spdx.sh
+TESTS += tests/unit/manlint.sh
+EXTRA_DIST += tests/unit/manlint.sh
 
 # The task's pre-main code keeps no stack protector whatever a
 # distribution's CFLAGS add (child-flags.sh).
@@ -399,3 +401,9 @@ EXTRA_DIST += tests/integration/oldkernel.sh
 # from the zygote's keeper (a subreaper), on this kernel and those profiles.
 TESTS += tests/integration/keeper.sh
 EXTRA_DIST += tests/integration/keeper.sh
+
+# The node's line that every front door prints (wire/tally.c).
+check_PROGRAMS += tests/unit/tally
+TESTS += tests/unit/tally
+tests_unit_tally_SOURCES = tests/unit/tally.c
+tests_unit_tally_LDADD = libpspawn/libpspawn-wire.la

@@ -80,14 +80,14 @@ int pspawn_errmsg(char *err, size_t errlen, const char *fmt, ...)
 enum item {
     ITEM_FANOUT, ITEM_SUBZYGOTE, ITEM_START, ITEM_CGROUP, ITEM_PYTHON, ITEM_MODULES,
     ITEM_PRELOAD, ITEM_REUSE, ITEM_IDLE, ITEM_ZYGOTES, ITEM_MODE,
-    ITEM_OFF, ITEM_ON, ITEM_AUTO,
+    ITEM_OFF, ITEM_ON, ITEM_AUTO, ITEM_VERBOSE,
 };
 static char *const item_names[] = {
     [ITEM_FANOUT] = "fanout", [ITEM_SUBZYGOTE] = "subzygote", [ITEM_START] = "start",
     [ITEM_CGROUP] = "cgroup", [ITEM_PYTHON] = "python", [ITEM_MODULES] = "modules",
     [ITEM_PRELOAD] = "preload", [ITEM_REUSE] = "reuse", [ITEM_IDLE] = "idle",
     [ITEM_ZYGOTES] = "zygotes", [ITEM_MODE] = "mode",
-    [ITEM_OFF] = "off", [ITEM_ON] = "on", [ITEM_AUTO] = "auto", NULL,
+    [ITEM_OFF] = "off", [ITEM_ON] = "on", [ITEM_AUTO] = "auto", [ITEM_VERBOSE] = "verbose", NULL,
 };
 _Static_assert(PSPAWN_WORD_ON - PSPAWN_WORD_OFF == ITEM_ON - ITEM_OFF &&
                PSPAWN_WORD_AUTO - PSPAWN_WORD_OFF == ITEM_AUTO - ITEM_OFF,
@@ -183,8 +183,8 @@ static int parse_item(struct pspawn_options *o, int k, const char *v, const char
     const char *eq = memchr(item, '=', len);
     if (k < 0 || !eq != (k >= ITEM_OFF)) {
         if (!eq)
-            return pspawn_errmsg(err, errlen, "\"%.*s\": expected on, off, auto or KEY=VALUE "
-                                 "(keys: " KEYS ")", (int)len, item);
+            return pspawn_errmsg(err, errlen, "\"%.*s\": expected on, off, auto, verbose or "
+                                 "KEY=VALUE (keys: " KEYS ")", (int)len, item);
         return pspawn_errmsg(err, errlen, "\"%.*s\": unknown key \"%.*s\" (keys: " KEYS ")",
                              (int)len, item, (int)(eq - item), item);
     }
@@ -199,6 +199,10 @@ static int parse_item(struct pspawn_options *o, int k, const char *v, const char
         o->word = PSPAWN_WORD_OFF + (k - ITEM_OFF);
         o->given |= PSPAWN_OPT_WORD;
         *word_given = 1;
+        break;
+    case ITEM_VERBOSE:
+        o->verbose = 1;
+        o->given |= PSPAWN_OPT_VERBOSE;
         break;
     case ITEM_FANOUT:
         if (parse_fanout(o, v, vlen, err, errlen) < 0)

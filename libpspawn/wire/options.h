@@ -8,7 +8,9 @@
  *   pspawn_context_create_opts(&ctx, path, envp, "fanout=l3,subzygote=exec")
  *
  * Words: on, off, auto (whether a step uses a zygote; front doors that
- * always ask for one ignore them).  Any KEY=VALUE implies on.  Keys:
+ * always ask for one ignore them); verbose (each node says in one line
+ * how its tasks were made: tally.h).  Any KEY=VALUE, and verbose, implies
+ * on.  Keys:
  *   fanout=auto|none|numa|l3|package|core|N
  *       how the CPUs the launcher may use are split among fork-serving
  *       processes (the root zygote and its sub-zygotes): one per NUMA node,
@@ -111,6 +113,7 @@ struct pspawn_options {
     int idle_s;             /* idle=, seconds */
     int max_zygotes;        /* zygotes= */
     int pip;                /* mode=pip (1) or fork (0) */
+    int verbose;            /* the word verbose */
     unsigned given;         /* PSPAWN_OPT_* bits: what the text set */
 };
 #define PSPAWN_OPT_WORD      0x1u
@@ -125,6 +128,7 @@ struct pspawn_options {
 #define PSPAWN_OPT_IDLE      0x200u
 #define PSPAWN_OPT_ZYGOTES   0x400u
 #define PSPAWN_OPT_MODE      0x800u
+#define PSPAWN_OPT_VERBOSE   0x1000u
 
 /* mode=pip: the most tasks one root makes.  Stock glibc has 16 link-map
  * namespaces (DL_NNS), the root's own is one of them. */

@@ -92,7 +92,8 @@ done
 [ -n "$up" ] || { tail -5 "$tmp/slurmctld.log" "$tmp/slurmd.log" | sed 's/^/# /'; echo "Bail out! the node did not come up"; exit 1; }
 echo "# $(srun --version) on $node ($cpus CPUs, 4 configured)"
 
-cp "$build/tests/fixtures/probe" "$build/tests/fixtures/task" "$build/tests/fixtures/pip-task" "$tmp/work/"
+cp "$build/tests/fixtures/probe" "$build/tests/fixtures/task" "$build/tests/fixtures/pip-task" \
+    "$build/tests/fixtures/task-static" "$tmp/work/"
 cd "$tmp/work" || exit 1
 # The shim finds the proxy in the build tree, as the tests' launchers do.
 export PSPAWN_PROXY=$proxy
@@ -258,9 +259,59 @@ watched "$tmp/force" "srun $binding --pspawn -n2 ./probe"
 rc=$?
 [ $rc = 0 ] && [ "$(grep -c 'proxy_mapped=0' "$tmp/force")" = 2 ] &&
     grep -q 'turned off on this cluster (plugstack.conf force=off)' "$tmp/force" &&
-    grep -q "plain exec (the site's force=off in plugstack.conf)" "$tmp/slurmd.log"
+    grep -q "pspawn: node=[^ ]* step=[0-9.]* tasks=2 forked=0 exec=2 unknown=0 zygote=none zygote_start=- why=\"the site's force=off in plugstack.conf (2)\"" "$tmp/slurmd.log"
 ok $? "Slurm 22.05: force=off: --pspawn's 2 tasks exec'd, the user told, slurmd's log says why (rc $rc)" ||
     { diag_file "$tmp/force" 4; grep pspawn "$tmp/slurmd.log" | tail -n 3 | sed 's/^/# /'; }
+# ... and with verbose, the user sees that line, printed once (by task
+# 0's child: no shim runs).
+watched "$tmp/force.verbose" "srun $binding --pspawn=on,verbose -n2 ./probe"
+rc=$?
+[ $rc = 0 ] && [ "$(grep -c '^pspawn: node=.* tasks=2 forked=0 exec=2 unknown=0 zygote=none zygote_start=- why="the site.s force=off in plugstack.conf (2)"$' "$tmp/force.verbose")" = 1 ]
+ok $? "Slurm 22.05: force=off with --pspawn=on,verbose: the node's line once on the user's stderr (rc $rc)" ||
+    diag_file "$tmp/force.verbose" 6
 echo "optional $plugin shim=$shim" >"$tmp/plugstack.conf"
+
+# The node's line (tally.h): --pspawn=on,verbose prints it once per node
+# on the user's stderr, forked tasks counted, the zygote's start within
+# the step; slurmd logs the same line at info for every step that asked
+# for pspawn, and none for a plain step.
+# slurmstepd logs the line as the step ends, which may be after srun
+# has returned: wait for it, 10 s at most.
+logged() {
+    for _ in $(seq 20); do
+        grep -qF -- "$1" "$tmp/slurmd.log" && return 0
+        sleep 0.5
+    done
+    return 1
+}
+lines_before=$(grep -c 'pspawn: node=' "$tmp/slurmd.log")
+t0=$(date +%s)
+watched "$tmp/verbose" "srun $binding --pspawn=on,verbose -n3 ./task print x"
+rc=$?
+t1=$(date +%s)
+line=$(grep '^pspawn: node=' "$tmp/verbose")
+zstart=$(echo "$line" | sed -n 's/.* zygote_start=\([^ ]*\) .*/\1/p')
+zs=$(date -d "$(echo "$zstart" | tr T ' ')" +%s 2>/dev/null || echo 0)
+step=$(echo "$line" | sed -n 's/.* \(step=[0-9.]*\) .*/\1/p')
+[ $rc = 0 ] && [ "$(grep -c '^pspawn: node=' "$tmp/verbose")" = 1 ] &&
+    echo "$line" | grep -qE '^pspawn: node=[^ ]+ step=[0-9]+\.[0-9]+ tasks=3 forked=3 exec=0 unknown=0 zygote=new zygote_start=[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\.[0-9]{3} why=""$' &&
+    [ "$zs" -ge "$t0" ] && [ "$zs" -le "$t1" ] && [ "$(grep -c '^task version=1 .* args=x$' "$tmp/verbose")" = 3 ] &&
+    logged "$line"
+ok $? "Slurm 22.05: --pspawn=on,verbose: one line, 3 forked by a new zygote started within the step ($zstart), the same in slurmd's log (rc $rc)" ||
+    { diag_file "$tmp/verbose" 6; grep 'pspawn: node=' "$tmp/slurmd.log" | tail -n 3 | sed 's/^/# /'; }
+watched "$tmp/verbose.static" "srun $binding --pspawn=on,verbose -n2 ./task-static print x"
+rc=$?
+[ $rc = 0 ] && [ "$(grep -c '^pspawn: node=' "$tmp/verbose.static")" = 1 ] &&
+    grep -qE '^pspawn: node=.* tasks=2 forked=0 exec=2 unknown=0 zygote=none zygote_start=- why=".*static.* \(2\)"$' "$tmp/verbose.static"
+ok $? "Slurm 22.05: --pspawn=on,verbose, a static program: the line says both tasks exec'd, and why (rc $rc)" ||
+    diag_file "$tmp/verbose.static" 6
+watched "$tmp/plainstep" "srun $binding -n2 ./task print x"
+watched "$tmp/quiet" "srun $binding --pspawn -n2 ./task print x"
+logged "tasks=2 forked=2 exec=0 "
+[ "$(grep -c 'pspawn: node=' "$tmp/slurmd.log")" = $((lines_before + 3)) ] &&
+    ! grep -q '^pspawn: node=' "$tmp/plainstep" && ! grep -q '^pspawn: node=' "$tmp/quiet" &&
+    grep -qE 'pspawn: node=.* tasks=2 forked=2 exec=0 ' "$tmp/slurmd.log"
+ok $? "Slurm 22.05: slurmd logs one line per step that asked for pspawn (3 since), none for a plain step; no line on stderr without verbose" ||
+    { grep 'pspawn: node=' "$tmp/slurmd.log" | tail -n 4 | sed 's/^/# /'; diag_file "$tmp/quiet" 4; }
 
 tap_done

@@ -105,6 +105,15 @@ for where in salloc hosts; do
     nothing_left "$where: no rank, zygote or prted is left on the nodes"
 done
 
+# odls_pspawn_verbose 1: each node's prted prints one line for the job
+# (tally.h): 4 ranks forked by the job's new zygote.
+ax "mpirun --host c1:4,c2:4 --mca odls $(odls_name pspawn) --prtemca odls_pspawn_verbose 1 -n 8 --bind-to none ./mpix hello" >"$tmp/verbose" 2>&1
+rc=$?
+[ $rc = 0 ] && [ "$(grep -cE '^pspawn: node=c[12] job=[^ ]+ tasks=4 forked=4 exec=0 unknown=0 zygote=new zygote_start=[0-9T:.-]+ why=""$' "$tmp/verbose")" = 2 ] &&
+    [ "$(grep -o '^pspawn: node=c[12]' "$tmp/verbose" | sort -u | wc -l)" = 2 ]
+ok $? "odls_pspawn_verbose 1: one line per node, 4 ranks forked by a new zygote on each (rc $rc)" ||
+    diag_file "$tmp/verbose" 12
+
 # The zygote lost: killed at once (before it parks: the component forks
 # and execs every rank as the default does) or 3 ms after its constructors
 # ran (while the ranks are being forked: those not forked yet are exec'd).

@@ -13,6 +13,24 @@ n_plain=$(grep -c '^x.proxy_mapped=0' "$tmp/used.plain")
 [ "$n_used" = 6 ] && [ "$n_plain" = 6 ]
 ok $? "--pspawn: all 6 tasks are forks of a zygote ($n_used), plain: none ($n_plain mapped=0)" ||
     diag_file "$tmp/used.pspawn" 5
+# --pspawn=on,verbose: one line per node on the user's stderr, the same
+# format (tally.h) as each node's slurmd log, which has that very line.
+ax "srun --pspawn=on,verbose -N3 -n6 ./task print x" >"$tmp/verbose" 2>&1
+rc=$?
+lines=$(grep -E '^pspawn: node=c[1-3] step=[0-9]+\.[0-9]+ tasks=2 forked=2 exec=0 unknown=0 zygote=new zygote_start=[0-9]{4}-[0-9-]{5}T[0-9:]{8}\.[0-9]{3} why=""$' "$tmp/verbose")
+logged=0
+for node in c1 c2 c3; do
+    l=$(echo "$lines" | grep "^pspawn: node=$node ")
+    for _ in $(seq 20); do
+        [ -n "$l" ] && on "$node" "grep -qF -- '$l' /var/log/slurm/slurmd.log" && { logged=$((logged + 1)); break; }
+        sleep 0.5
+    done
+done
+[ $rc = 0 ] && [ "$(echo "$lines" | grep -c .)" = 3 ] && [ "$(grep -c '^pspawn: ' "$tmp/verbose")" = 3 ] &&
+    [ "$(grep -c 'args=x$' "$tmp/verbose")" = 6 ] && [ $logged = 3 ]
+ok $? "--pspawn=on,verbose: one line per node, 2 tasks forked by a new zygote on each, the same in each node's slurmd log ($logged of 3)" ||
+    diag_file "$tmp/verbose" 9
+
 # Everything but the parent, pids and the proxy mapping is as after exec;
 # and but what differs between two plain steps (job ids, ports...): found
 # by running the plain step a second time.

@@ -36,6 +36,11 @@ void slurm_info(const char *fmt, ...)
     (void)fmt;
 }
 
+void slurm_debug(const char *fmt, ...)
+{
+    (void)fmt;
+}
+
 spank_err_t spank_option_register(spank_t sp, struct spank_option *opt)
 {
     (void)sp;

@@ -193,14 +193,15 @@ static void case_mover_flood(struct spank_handle *sp, uid_t user, const char *to
 }
 
 /* The step's init and user_init, as root with the mover's user; 0 when set up. */
-static int start_mover_step(struct spank_handle *sp, uid_t user)
+static int start_mover_step(struct spank_handle *sp, uid_t user, uint32_t ntasks,
+                            const char *optarg)
 {
     char *av[] = { "shim=" SHIM };
     host.context = S_CTX_REMOTE;
     host.uid = user;
     host.jobid = 43;
     host.stepid = 0;
-    host.local_tasks = STEP_TASKS;
+    host.local_tasks = ntasks;
     host.fail_setenv = NULL;
     env_clear();
     host.argc = 1;
@@ -212,7 +213,7 @@ static int start_mover_step(struct spank_handle *sp, uid_t user)
     host.task_argv[1] = NULL;
 #endif
     if (load() < 0 || p_init(sp, 1, av) != 0 || !host.option ||
-        host.option->cb(host.option->val, NULL, 1) != 0 || p_user_init(sp, 0, NULL) != 0)
+        host.option->cb(host.option->val, optarg, 1) != 0 || p_user_init(sp, 0, NULL) != 0)
         return -1;
     return 0;
 }
@@ -308,12 +309,87 @@ static void case_mover_real_moves(struct spank_handle *sp, uid_t user, const cha
     rmdir(dir);
 }
 
+/* Task ID's child, made as slurmstepd makes it, plays a shim that reports
+ * on its channel: FORKED (by a zygote that started at START_MS) or exec'd
+ * for WHY, with the step's token (after one with another token:
+ * BOGUS_FIRST; twice: TWICE), and, VERBOSE, reads the answer into LINE
+ * (its size LEN). */
+static void play_report(struct spank_handle *sp, int id, int bogus_first, int forked,
+                        long long start_ms, const char *why, int twice, int verbose, char *line,
+                        size_t len)
+{
+    int rp[2], trc = -1;
+    if (pipe(rp) < 0)
+        return;
+    pid_t t = fork_task(sp, id, &trc);
+    if (t == 0) {
+        close(rp[0]);
+        struct pspawn_mover_report r = { PSPAWN_REPORT_MAGIC, forked, forked ? PSPAWN_ZYGOTE_NEW : 0,
+                                         verbose, start_ms, { 0 }, { 0 } };
+        int fd = mover_channel();
+        if (bogus_first) {
+            snprintf(r.token, sizeof r.token, "0123456789abcdef0123456789abcdef");
+            (void)!send(fd, &r, sizeof r, MSG_NOSIGNAL);
+        }
+        /* The step's, as task_init gave it to this child. */
+        snprintf(r.token, sizeof r.token, "%s", env_get("PSPAWN_SHIM_TOKEN") ?: "");
+        snprintf(r.why, sizeof r.why, "%s", why ? why : "");
+        struct pspawn_mover_line l = { 0, "" };
+        struct pollfd p = { fd, POLLIN, 0 };
+        for (int i = 0; i < 1 + twice; i++)
+            (void)!send(fd, &r, sizeof r, MSG_NOSIGNAL);
+        if (verbose && poll(&p, 1, 5000) == 1)
+            (void)!recv(fd, &l, sizeof l, 0);
+        l.line[sizeof l.line - 1] = '\0';
+        (void)!write(rp[1], l.line, strlen(l.line) + 1);
+        _exit(trc == 0 ? 0 : 1);
+    }
+    close(rp[1]);
+    ssize_t n = t > 0 ? read(rp[0], line, len - 1) : -1;
+    line[n > 0 ? n : 0] = '\0';
+    close(rp[0]);
+    if (t > 0)
+        waitpid(t, NULL, 0);
+}
+
+/* The step's line (tally.h): each task's report counted once (a second
+ * one, and one with another token, are not), the last verbose shim gets
+ * the node's line, and exit logs it at info level. */
+static void case_mover_tally(uid_t user)
+{
+    struct spank_handle sp = { 0 };
+    char line[512], early[512], bogus[512];
+    next_task_id = 0;
+    if (start_mover_step(&sp, user, 3, "on,verbose") < 0) {
+        shared_tap_ok(0, "mover: a 3-task step set up");
+        return;
+    }
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    long long ms = (long long)now.tv_sec * 1000;
+    play_report(&sp, 0, 0, 1, ms, NULL, 1, 1, early, sizeof early);
+    play_report(&sp, 1, 1, 1, ms + 1500, NULL, 0, 1, bogus, sizeof bogus);
+    play_report(&sp, 2, 0, 0, 0, "static program", 0, 1, line, sizeof line);
+    shared_tap_ok(early[0] == '\0' && bogus[0] == '\0' &&
+                  strstr(line, "pspawn: node=") == line &&
+                  strstr(line, " step=43.0 tasks=3 forked=2 exec=1 unknown=0 zygote=new ") &&
+                  strstr(line, " why=\"static program (1)\""),
+                  "mover: one report per task counted (not a second one, nor another token's); "
+                  "only the last verbose shim gets the line: %s", line);
+    size_t log0 = strlen(host.log);
+    shared_tap_ok(p_exit(&sp, 0, NULL) == 0 && line[0] && strstr(host.log + log0, line),
+                  "exit logs the same line");
+    env_clear();
+    unload();
+}
+
 void test_mover(void)
 {
+    case_mover_tally(65534);
     const uid_t user = 65534;
     struct spank_handle sp = { 0 };
     next_task_id = 0;
-    if (start_mover_step(&sp, user) < 0) {
+    if (start_mover_step(&sp, user, STEP_TASKS, NULL) < 0) {
         shared_tap_ok(0, "mover: step set up");
         return;
     }

@@ -376,8 +376,10 @@ static void case_site_policy(void)
                  &(struct step){ .plugstack = "force=off shim=" SHIM, .option_given = 1,
                                  .optarg = "on", .stepid = 0, .local_tasks = 4,
                                  .argv = ARGV("/bin/app") });
-    if (!tap_ok(strstr(host.log, "plain exec (the site's force=off in plugstack.conf)") != NULL,
-                "force=off: the step's plain exec logged with the rule"))
+    if (!tap_ok(strstr(host.log, " tasks=4 forked=0 exec=4 unknown=0 zygote=none "
+                       "zygote_start=- why=\"the site's force=off in plugstack.conf (4)\"") != NULL,
+                "force=off: the step's line (info, at its end) says its 4 tasks were exec'd, "
+                "and the rule"))
         tap_diag("log: %s", host.log);
     expect_plain("force=off, default=on, no --pspawn",
                  &(struct step){ .plugstack = "default=on force=off shim=" SHIM, .stepid = 0,
@@ -389,6 +391,9 @@ static void case_site_policy(void)
     tap_ok(strstr(host.log, "reuse= is not allowed on this cluster (its plugstack.conf says "
                   "allow=fanout:python)") && strstr(host.log, "plain exec (--pspawn=on,reuse=job"),
            "a refused key: slurmstepd's log names the key and the rule, and the step's exec");
+    tap_ok(strstr(host.log, "exec=4 unknown=0 zygote=none zygote_start=- why=\"--pspawn=on,reuse=job: "
+                  "reuse= is not allowed on this cluster") != NULL,
+           "... in the step's line");
     expect_shim("allow=fanout:python, --pspawn=fanout=core",
                 &(struct step){ .plugstack = "allow=fanout:python shim=" SHIM, .option_given = 1,
                                 .optarg = "fanout=core", .stepid = 0, .local_tasks = 4,

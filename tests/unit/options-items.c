@@ -54,11 +54,20 @@ int main(void)
     if (parses("", &o))
         tap_ok(o.word == PSPAWN_WORD_UNSET && o.given == 0, "\"\": nothing set");
 
+    if (parses("verbose", &o))
+        tap_ok(o.verbose && o.word == PSPAWN_WORD_ON && (o.given & PSPAWN_OPT_VERBOSE),
+               "verbose alone: said, and on");
+    if (parses("off,verbose,fanout=l3", &o))
+        tap_ok(o.verbose && o.word == PSPAWN_WORD_OFF && o.fanout == PSPAWN_FANOUT_L3,
+               "off,verbose,fanout=l3: the word off stays");
+    if (parses("fanout=core", &o))
+        tap_ok(!o.verbose, "no verbose unless said");
+    refused("verbose=1", "unknown key \"verbose\"");
     refused("on=1", "unknown key \"on\"");
-    refused("fanout", "\"fanout\": expected on, off, auto or KEY=VALUE");
+    refused("fanout", "\"fanout\": expected on, off, auto, verbose or KEY=VALUE");
     refused("fanoutx=1", "unknown key \"fanoutx\"");
     refused("=numa", "unknown key \"\"");
-    refused("yes", "\"yes\": expected on, off, auto or KEY=VALUE");
+    refused("yes", "\"yes\": expected on, off, auto, verbose or KEY=VALUE");
     refused("on,,fanout=l3", "\"on,,fanout=l3\": empty item");
     refused(",on", "\",on\": empty item");
     refused("on,fanout=l3,", "\"on,fanout=l3,\": ends with a comma");

@@ -256,7 +256,18 @@ static void case_site_policy(void)
     tap_ok(!cfg.force_off && !cfg.allow_set &&
            pspawn_config_refuses(&cfg, "fanout=core,reuse=job,mode=pip", err, sizeof err) == 0,
            "by default every key is allowed and nothing forced");
+    tap_ok(parse("allow=fanout", &cfg, err, sizeof err) == 0 &&
+           pspawn_config_refuses(&cfg, "verbose,fanout=l3", err, sizeof err) == 0 &&
+           parse("allow=", &cfg, err, sizeof err) == 0 &&
+           pspawn_config_refuses(&cfg, "verbose", err, sizeof err) == 0,
+           "verbose is always the user's, even under allow= (%s)", err);
+    enum pspawn_mode mode;
+    char options[256];
+    tap_ok(pspawn_arg_parse("on,verbose", &mode, options, sizeof options, err, sizeof err) == 0 &&
+           mode == PSPAWN_MODE_ON && strcmp(options, "verbose") == 0,
+           "--pspawn=on,verbose: on, and verbose among the options (%s)", options);
     bad("allow=fanout:sideways", "sideways");
+    bad("allow=verbose", "verbose");
     bad("force=on", "force=on");
 }
 
