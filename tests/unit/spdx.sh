@@ -20,13 +20,31 @@
 # the license statement, and debian/source/format).
 ID='SPDX-License-Identifier: BSD-3-Clause'
 
+# Of the paths on stdin (relative to $1), those a build in the tree did
+# not make: objects, libraries, programs, logs, configure's and the
+# Debian build's outputs (a copy of the tree that is neither a git work
+# tree nor an unpacked tarball).
+built_here() {
+    grep -vE '(\.(o|lo|la|a|so|log|trs|dirstamp)|\.so\.[0-9.]+)$|^(Makefile|config\.(status|h|log)|stamp-h1|libtool|libpspawn/libpspawn\.pc)$|/Makefile$|^debian/(files|debhelper-build-stamp|autoreconf\.(before|after)|.*\.substvars|.*\.debhelper\.log)$|^libpspawn/zygote/warm\.inc$|^debian/(libpspawn0|libpspawn-dev|pspawn|slurm-spank-pspawn|openmpi-pspawn)/' |
+        while IFS= read -r f; do
+            [ "$(head -c 4 "$1/$f" 2>/dev/null | od -An -c | tr -d ' ')" = '177ELF' ] ||
+                head -n 3 "$1/$f" 2>/dev/null | grep -q 'temporary wrapper script' || printf '%s\n' "$f"
+        done
+}
+
 # Paths relative to the top, one a line, of the files to check.
 spdx_files() {
     if git -C "$1" rev-parse --show-toplevel 2>/dev/null | grep -qxF "$(cd "$1" && pwd -P)"; then
         git -C "$1" ls-files
+    elif [ -f "$1/.dist-files" ]; then
+        # An unpacked tarball: its own list (make dist's dist-hook), so
+        # that what a build made in the tree (a package build builds in
+        # it) is not taken for the project's.
+        grep -vxF .dist-files "$1/.dist-files"
     else
-        (cd "$1" && find . \( -name .git -o -name '_build*' -o -name _inst -o -name autom4te.cache \) -prune \
-            -o -type f -print | sed 's|^\./||')
+        (cd "$1" && find . \( -name .git -o -name '_build*' -o -name _inst -o -name autom4te.cache \
+            -o -name .libs -o -name .deps -o -path ./debian/tmp -o -path ./debian/.debhelper \) -prune \
+            -o -type f -print | sed 's|^\./||' | built_here "$1")
     fi | grep -vE '^(configure|aclocal\.m4|config\.h\.in|build-aux/.*|config/(libtool|lt[^/]*)\.m4)$|(^|/)Makefile\.in$' |
         grep -vE '^(LICENSE|debian/changelog|debian/copyright|debian/source/format)$|^(bench/results|tests/fuzz/corpus)/|\.(png|csv|xml)$'
 }
