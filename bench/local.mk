@@ -41,7 +41,7 @@ bench_forkcost_SOURCES = bench/forkcost.c
 bench_forkcost_LDADD = -ldl
 EXTRA_DIST += bench/genlibs.py bench/faults.py bench/README.md bench/suite bench/suite.py bench/intercept.sh \
 	bench/plots.py bench/genpymods.py bench/pywarm.py bench/mpi-phases.py bench/priority \
-	bench/device-fanout
+	bench/device-fanout bench/overhead
 # Process-in-Process: PiP tasks (pspawn mode=pip) against pthreads and
 # processes, page tables, context switches, spawn (bench/pip runs it).
 noinst_PROGRAMS += bench/pipbench
@@ -60,3 +60,9 @@ bench_pip_task_SOURCES = bench/pip-task.c
 bench_pip_task_CFLAGS = -std=c11 $(WARN_CFLAGS) -fPIE
 bench_pip_task_LDFLAGS = -fPIE -pie -rdynamic -pthread
 EXTRA_DIST += bench/pip
+# What keeping zygotes costs: their memory (PSS, USS, page tables) and
+# their CPU while they wait (bench/overhead runs it).
+noinst_PROGRAMS += bench/overhead
+bench_overhead_SOURCES = bench/overhead.c
+bench_overhead_LDADD = libpspawn/libpspawn.la
+bench_overhead_LDFLAGS = $(AM_LDFLAGS) -no-install

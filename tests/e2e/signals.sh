@@ -12,6 +12,17 @@ count_left() {
     echo $n
 }
 
+# until_within SECONDS CMD: run CMD every 0.2 s until it succeeds, for
+# SECONDS at most (a bound, not a wait: most checks are true at once).
+until_within() {
+    local i
+    for i in $(seq $(($1 * 5))); do
+        eval "$2" && return 0
+        sleep 0.2
+    done
+    return 1
+}
+
 for mode in plain pspawn; do
     opt=; [ $mode = pspawn ] && opt=--pspawn
     ax "rm -f sigs.$mode; sbatch -N3 -n6 -o /dev/null --wrap='srun $opt ./task signals $E2E/sigs.$mode' | awk '{print \$4}'" >"$tmp/job.$mode"
@@ -21,7 +32,9 @@ for mode in plain pspawn; do
         sleep 0.2
     done
     ax "scancel -s USR1 $job"   # the steps only: --full would kill the batch shell too
-    sleep 2
+    # Once each task has said it, 0.5 s more for a second delivery to show.
+    until_within 5 "[ \"\$(ax 'grep -c USR1 sigs.$mode 2>/dev/null')\" -ge 6 ]"
+    sleep 0.5
     ax "cat sigs.$mode" >"$tmp/sigs.$mode"
 done
 p=$(grep -c USR1 "$tmp/sigs.plain"); q=$(grep -c USR1 "$tmp/sigs.pspawn")
@@ -45,7 +58,8 @@ if [ "$children" = yes ] && [ "$proctrack" = proctrack/cgroup ]; then
             sleep 0.2
         done
         ax "scancel -s USR1 $job"
-        sleep 2
+        until_within 5 "[ \"\$(ax 'grep -c USR1 sigs.sc 2>/dev/null')\" -ge 6 ]"
+        sleep 0.5
         ax "cat sigs.sc" >"$tmp/sigs.sc.$round"
         [ "$(grep -c USR1 "$tmp/sigs.sc.$round")" = 6 ] || bad=$round
         ax "scancel $job" >/dev/null 2>&1
@@ -62,9 +76,9 @@ for mode in plain pspawn; do
     opt=; [ $mode = pspawn ] && opt=--pspawn
     ax "sbatch -N3 -n6 -o /dev/null --wrap='srun $opt ./task wait' | awk '{print \$4}'" >"$tmp/job2"
     job=$(cat "$tmp/job2")
-    sleep 3
+    until_within 10 '[ "$(count_left)" -ge 6 ]'
     ax "scancel $job"
-    sleep 3
+    until_within 10 '[ "$(count_left)" = 0 ]'
     left=$(count_left)
     [ "$left" = 0 ]
     ok $? "$mode: scancel leaves no task process on any node ($left)"
@@ -103,7 +117,7 @@ for mode in plain pspawn; do
         ax "scancel -u alice" >/dev/null 2>&1
     fi
     wait $runner
-    sleep 2
+    until_within 10 '[ "$(count_left)" = 0 ]'
     left=$(count_left)
     [ "$left" = 0 ] && [ $hung = 0 ]
     ok $? "$mode: srun interrupted twice with SIGINT leaves no task process ($left)"
