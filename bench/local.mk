@@ -62,7 +62,7 @@ bench_pip_task_LDFLAGS = -fPIE -pie -rdynamic -pthread
 EXTRA_DIST += bench/pip
 # What keeping zygotes costs: their memory (PSS, USS, page tables) and
 # their CPU while they wait (bench/overhead runs it).
-noinst_PROGRAMS += bench/overhead
-bench_overhead_SOURCES = bench/overhead.c
-bench_overhead_LDADD = libpspawn/libpspawn.la
-bench_overhead_LDFLAGS = $(AM_LDFLAGS) -no-install
+noinst_PROGRAMS += bench/overheadbench
+bench_overheadbench_SOURCES = bench/overheadbench.c
+bench_overheadbench_LDADD = libpspawn/libpspawn.la
+bench_overheadbench_LDFLAGS = $(AM_LDFLAGS) -no-install

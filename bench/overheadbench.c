@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * overhead: what keeping zygotes costs a node.  For each program given
+ * overheadbench: what keeping zygotes costs a node.  For each program given
  * (-p, in order), a context with OPTIONS is made and TASKS tasks of it are
  * run to their end (so that fan-out's sub-zygotes exist and have served);
  * then every zygote of every context is measured as it waits for more:
@@ -11,7 +11,7 @@
  *
  *   zygotes,rss_kb,pss_kb,uss_kb,pte_kb,idle_s,idle_cpu_ms
  *
- *   overhead [-o OPTIONS] [-t TASKS] [-i SECONDS] -p PROG [-a ARG]... [-p PROG ...]
+ *   overheadbench [-o OPTIONS] [-t TASKS] [-i SECONDS] -p PROG [-a ARG]... [-p PROG ...]
  *
  * -a adds an argument to the last -p's command line (a Python zygote
  * reads its script's from it).  bench/overhead runs the cases of
@@ -79,7 +79,7 @@ static long long cpu_ticks(pid_t pid)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: overhead [-o OPTIONS] [-t TASKS] [-i SECONDS] -p PROG [-a ARG]... "
+    fprintf(stderr, "usage: overheadbench [-o OPTIONS] [-t TASKS] [-i SECONDS] -p PROG [-a ARG]... "
                     "[-p PROG [-a ARG]...]...\n");
     exit(2);
 }
@@ -119,23 +119,23 @@ int main(int argc, char **argv)
         struct prog *p = &progs[i];
         int err = pspawn_context_create_argv(&p->ctx, p->argv[0], p->argv, environ, options);
         if (err) {
-            fprintf(stderr, "overhead: %s: %s\n", p->argv[0], strerror(err));
+            fprintf(stderr, "overheadbench: %s: %s\n", p->argv[0], strerror(err));
             return 1;
         }
         pid_t *pids = calloc((size_t)tasks, sizeof *pids);
         if (!pids || (err = pspawn_n(pids, &p->ctx, (size_t)tasks, p->argv)) != 0) {
-            fprintf(stderr, "overhead: %s: tasks: %s\n", p->argv[0], strerror(err ? err : ENOMEM));
+            fprintf(stderr, "overheadbench: %s: tasks: %s\n", p->argv[0], strerror(err ? err : ENOMEM));
             return 1;
         }
         for (int t = 0; t < tasks; t++) {
             int st;
             if (pids[t] > 0 && waitpid(pids[t], &st, 0) == pids[t] &&
                 !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
-                fprintf(stderr, "overhead: %s: a task ended with status 0x%x\n", p->argv[0], st);
+                fprintf(stderr, "overheadbench: %s: a task ended with status 0x%x\n", p->argv[0], st);
         }
         free(pids);
         if (!pspawn_context_uses_zygote(&p->ctx)) {
-            fprintf(stderr, "overhead: %s: exec'd, not forked: %s\n", p->argv[0],
+            fprintf(stderr, "overheadbench: %s: exec'd, not forked: %s\n", p->argv[0],
                     pspawn_context_reason(&p->ctx) ? pspawn_context_reason(&p->ctx) : "?");
             return 1;
         }
