@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * odls_pspawn_verbose: once every local rank of a job has been started on
- * this node, prted prints the node's line (tally.h), the same line that
+ * this node, prted sends mpirun the node's line (tally.h), the same line that
  * `srun --pspawn=verbose` and `pspawn -v` print: how many ranks were
  * forked, how many exec'd and why, and which zygote served them.
  */
@@ -16,6 +16,7 @@
 #include "odls_pspawn_tally.h"
 
 #include "src/runtime/prte_globals.h"
+#include "src/util/pmix_show_help.h"
 
 /* The jobs whose ranks are being started here; a job whose ranks are all
  * said leaves its slot. */
@@ -54,8 +55,18 @@ void pspawn_job_tally(const pmix_nspace_t job, unsigned local_ranks, int forked,
             char scope[PMIX_MAX_NSLEN + 8], line[800];
             snprintf(scope, sizeof scope, "job=%s", jobs[at].job);
             pspawn_tally_format(t, prte_process_info.nodename, scope, line, sizeof line);
-            fprintf(stderr, "%s\n", line);
-            fflush(stderr);
+            /* prted's own stderr is dropped unless --leave-session-attached;
+             * a rendered help message reaches mpirun.  Its topic is the
+             * line's node and job: PRRTE folds messages of one topic from
+             * several daemons into one. */
+            char topic[PMIX_MAX_NSLEN + 300];
+            snprintf(topic, sizeof topic, "verbose %s %s", prte_process_info.nodename, scope);
+            size_t n = strlen(line);
+            if (n + 1 < sizeof line) {
+                line[n] = '\n';
+                line[n + 1] = '\0';
+            }
+            pmix_show_help_norender("help-odls-pspawn.txt", topic, line);
             jobs[at].used = 0;
         }
     }

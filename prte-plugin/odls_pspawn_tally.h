@@ -5,8 +5,8 @@
 
 /* One of JOB's LOCAL_RANKS ranks on this node started: FORKED by a zygote
  * of KIND (tally.h) that started at ZYGOTE_START_MS, or exec'd (or failed)
- * for WHY.  With odls_pspawn_verbose, the last prints the job's line on
- * prted's stderr. */
+ * for WHY.  With odls_pspawn_verbose, the last sends the job's line to
+ * mpirun, which prints it. */
 void pspawn_job_tally(const pmix_nspace_t job, unsigned local_ranks, int forked, int kind,
                       long long zygote_start_ms, const char *why);
 

@@ -61,7 +61,8 @@ count() { grep -ac "$2" "$tmp/$1" || true; }
 count_left() {
     local n=0 c
     for node in c1 c2; do
-        c=$(on $node "pgrep -u alice -f '$E2E/mpix|prted' | wc -l")
+        # ranks run as "./mpix ...", the zygote as "/home/alice/e2e/./mpix"
+        c=$(on $node "pgrep -u alice -f '(^|/)mpix2?( |\$)|prted' | wc -l")
         n=$((n + c))
     done
     echo $n
@@ -105,10 +106,12 @@ for where in salloc hosts; do
     nothing_left "$where: no rank, zygote or prted is left on the nodes"
 done
 
-# odls_pspawn_verbose 1: each node's prted prints one line for the job
-# (tally.h): 4 ranks forked by the job's new zygote.
-ax "mpirun --host c1:4,c2:4 --mca odls $(odls_name pspawn) --prtemca odls_pspawn_verbose 1 -n 8 --bind-to none ./mpix hello" >"$tmp/verbose" 2>&1
-rc=$?
+# odls_pspawn_verbose 1: each node's prted sends mpirun one line for the
+# job (tally.h): 4 ranks forked by the job's new zygote.
+# (mpix's lines carry NULs, which may fall before a line: taken out.)
+ax "mpirun --host c1:4,c2:4 --mca odls $(odls_name pspawn) --prtemca odls_pspawn_verbose 1 -n 8 --bind-to none ./mpix hello" 2>&1 |
+    tr -d '\000' >"$tmp/verbose"
+rc=${PIPESTATUS[0]}
 [ $rc = 0 ] && [ "$(grep -cE '^pspawn: node=c[12] job=[^ ]+ tasks=4 forked=4 exec=0 unknown=0 zygote=new zygote_start=[0-9T:.-]+ why=""$' "$tmp/verbose")" = 2 ] &&
     [ "$(grep -o '^pspawn: node=c[12]' "$tmp/verbose" | sort -u | wc -l)" = 2 ]
 ok $? "odls_pspawn_verbose 1: one line per node, 4 ranks forked by a new zygote on each (rc $rc)" ||

@@ -3,10 +3,13 @@
 # Signals and cancellation: each task gets a signal once; nothing is left.
 . "$(dirname "$0")/lib.sh"
 
+# alice's processes on the nodes that run ./task or ./probe: the tasks
+# ("./task wait" under mpirun, "/home/alice/e2e/./task wait" as slurmstepd
+# builds argv[0]), a step's zygote, its shims, a batch script that runs them.
 count_left() {
     local n=0 c
     for node in c1 c2 c3; do
-        c=$(on $node "pgrep -u alice -f '$E2E/(task|probe)' | wc -l")
+        c=$(on $node "pgrep -u alice -f '(^|/)(task|probe)( |\$)|pspawn-shim' | wc -l")
         n=$((n + c))
     done
     echo $n

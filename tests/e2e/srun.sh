@@ -15,7 +15,7 @@ ok $? "--pspawn: all 6 tasks are forks of a zygote ($n_used), plain: none ($n_pl
     diag_file "$tmp/used.pspawn" 5
 # --pspawn=on,verbose: one line per node on the user's stderr, the same
 # format (tally.h) as each node's slurmd log, which has that very line.
-ax "srun --pspawn=on,verbose -N3 -n6 ./task print x" >"$tmp/verbose" 2>&1
+ax "srun --pspawn=on,verbose -N3 --ntasks-per-node=2 ./task print x" >"$tmp/verbose" 2>&1
 rc=$?
 lines=$(grep -E '^pspawn: node=c[1-3] step=[0-9]+\.[0-9]+ tasks=2 forked=2 exec=0 unknown=0 zygote=new zygote_start=[0-9]{4}-[0-9-]{5}T[0-9:]{8}\.[0-9]{3} why=""$' "$tmp/verbose")
 logged=0
