@@ -38,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "procfs.h"
 #include "pspawn_jobzygote.h"
 #include "unixsock.h"
 #include "../fixtures/paused.h"
@@ -510,6 +511,26 @@ static void case_no_extern_process(const char *job)
     end(z);
 }
 
+/* The job's end kills its zygotes and returns; their names go when they
+ * have exited, which under ASan (a large address space to tear down) has
+ * been seen to come after the next case's start tried to bind them: wait
+ * (5 s at most) until no abstract name of the job is left. */
+static void wait_job_names_gone(void)
+{
+    char mark[64];
+    snprintf(mark, sizeof mark, ".%u.%u.", (unsigned)USER_A, jobid);
+    for (int waited = 0; waited < 5000; waited += 10) {
+        char *unix_socks = pspawn_read_file("/proc/net/unix");
+        int held = unix_socks && strstr(unix_socks, mark);
+        free(unix_socks);
+        if (!held)
+            return;
+        struct timespec ts = { 0, 10 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+    tap_diag("names of job %u still bound 5 s after its end", jobid);
+}
+
 /* FROM copied to TO, mode 0755: 0, or -1 with errno. */
 static int copy_program(const char *from, const char *to)
 {
@@ -555,6 +576,7 @@ static void run_cases(void)
     case_decoy_extern(sluid);
     case_fd_scrub(job);
     pspawn_job_end(jobid);
+    wait_job_names_gone();
     case_no_extern_process("sNOEXTERNPROC0");
     be_stepd(job, "step_0");
     unlink(report);
