@@ -64,5 +64,5 @@ EXTRA_DIST += bench/pip
 # their CPU while they wait (bench/overhead runs it).
 noinst_PROGRAMS += bench/overheadbench
 bench_overheadbench_SOURCES = bench/overheadbench.c
-bench_overheadbench_LDADD = libpspawn/libpspawn.la
+bench_overheadbench_LDADD = libpspawn/libpspawn.la libpspawn/libpspawn-wire.la
 bench_overheadbench_LDFLAGS = $(AM_LDFLAGS) -no-install

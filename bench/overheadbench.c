@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "procfs.h"
 #include "pspawn.h"
 
 #define MAX_PROGS 8
@@ -58,23 +59,11 @@ static long field_kb(const char *path, const char *name)
     return v;
 }
 
-/* utime + stime of PID, in clock ticks, or -1. */
+/* utime + stime of PID, in clock ticks, or -1 (wire/procfs.c reads it). */
 static long long cpu_ticks(pid_t pid)
 {
-    char path[64], buf[2048];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')');
-    unsigned long long ut, st;
-    /* fields 3.. after the command: state is 3, utime 14, stime 15 */
-    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
-        return -1;
-    return (long long)(ut + st);
+    unsigned long long t[2];
+    return pspawn_proc_stat(pid, 14, 15, t) < 0 ? -1 : (long long)(t[0] + t[1]);
 }
 
 static void usage(void)
