@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "gain.h"
 #include "priority.h"
 #include "procfs.h"
 #include "pspawn.h"
@@ -44,12 +45,15 @@ static pid_t launcher = -1;
 static void intercept_usage(FILE *f)
 {
     fprintf(f,
-            "usage: %s --intercept [--after N] [--idle S] [--skip LIST] [--priority MODE]\n"
-            "          [-o OPTIONS] [--] LAUNCHER [ARGS...]\n"
+            "usage: %s --intercept [--after N] [--route WHICH] [--idle S] [--skip LIST]\n"
+            "          [--priority MODE] [-o OPTIONS] [--] LAUNCHER [ARGS...]\n"
             "Run LAUNCHER (make, xargs, parallel, python, mpiexec...) so that, from the Nth\n"
             "start of one program on (default 2), it forks a zygote of that program instead\n"
             "of exec'ing it.  The launcher sees the same pids, exit codes and fds.\n\n"
             "  --after N       route a program from its Nth start (PSPAWN_INTERCEPT_AFTER)\n"
+            "  --route WHICH   gain (default): only programs whose exec'd starts are measured\n"
+            "                  to cost more than a routed start; all: every program a zygote\n"
+            "                  can serve (PSPAWN_INTERCEPT_ROUTE)\n"
             "  --idle S        a zygote ends after S s without a task (default 10)\n"
             "  --skip LIST     programs never routed: paths or names, ':' between them\n"
             "  --priority MODE start children that their spawn site predicts long with a\n"
@@ -187,7 +191,7 @@ static int parse(int argc, char **argv)
         { "intercept", no_argument, NULL, 'I' }, { "after", required_argument, NULL, 'a' },
         { "idle", required_argument, NULL, 'i' }, { "skip", required_argument, NULL, 's' },
         { "options", required_argument, NULL, 'o' }, { "help", no_argument, NULL, 'h' },
-        { "priority", required_argument, NULL, 'p' },
+        { "priority", required_argument, NULL, 'p' }, { "route", required_argument, NULL, 'r' },
         { NULL, 0, NULL, 0 },
     };
     int c;
@@ -215,6 +219,14 @@ static int parse(int argc, char **argv)
                 return -1;
             break;
         }
+        case 'r':
+            if (strcmp(optarg, "gain") != 0 && strcmp(optarg, "all") != 0) {
+                fprintf(stderr, "%s: invalid --route '%s' (gain or all)\n", progname, optarg);
+                return -2;
+            }
+            if (set_env(ROUTE_ENV_ROUTE, optarg))
+                return -1;
+            break;
         case 's':
             if (set_env(ROUTE_ENV_SKIP, optarg))
                 return -1;

@@ -325,6 +325,14 @@ TESTS += tests/integration/intercept.sh tests/integration/intercept-launchers.sh
 	tests/integration/intercept-leftovers.sh tests/integration/intercept-session.sh
 EXTRA_DIST += tests/integration/intercept.sh tests/integration/intercept-launchers.sh \
 	tests/integration/intercept-leftovers.sh tests/integration/intercept-session.sh
+# Interception does no harm: only programs whose exec costs more than a
+# routed start are routed, leaves start without the library.
+check_PROGRAMS += tests/fixtures/slowstart
+tests_fixtures_slowstart_SOURCES = tests/fixtures/slowstart.c
+tests_fixtures_slowstart_CFLAGS = $(launched_cflags_common)
+tests_fixtures_slowstart_LDFLAGS =
+TESTS += tests/integration/intercept-gain.sh
+EXTRA_DIST += tests/integration/intercept-gain.sh
 
 # The launch session (pspawn_session_*): asynchronous submit, the fd,
 # per-task states, cancel, zygotes killed mid-session, 10,000 tasks.
@@ -407,3 +415,12 @@ check_PROGRAMS += tests/unit/tally
 TESTS += tests/unit/tally
 tests_unit_tally_SOURCES = tests/unit/tally.c
 tests_unit_tally_LDADD = libpspawn/libpspawn-wire.la
+
+# Whether interception routes a program: what its starts cost, leaves
+# (libpspawn/intercept/gain.c).
+check_PROGRAMS += tests/unit/intercept-gain
+TESTS += tests/unit/intercept-gain
+tests_unit_intercept_gain_SOURCES = tests/unit/intercept-gain.c libpspawn/intercept/gain.c \
+	libpspawn/intercept/route.c
+tests_unit_intercept_gain_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/libpspawn/intercept
+tests_unit_intercept_gain_LDADD = libpspawn/libpspawn-wire.la

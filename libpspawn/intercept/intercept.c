@@ -67,7 +67,10 @@
 #include <unistd.h>
 
 #include "execargs.h"
+#include "execpath.h"
+#include "gain.h"
 #include "intercept.h"
+#include "nolibc.h"
 #include "predict.h"
 #include "route.h"
 
@@ -92,12 +95,25 @@ static struct {
     spawn_fn posix_spawn, posix_spawnp;
     kill_fn kill;
     int active;             /* routing on */
+    int route_all;          /* PSPAWN_INTERCEPT_ROUTE=all: whether it pays or not */
     int debug;
     unsigned after;         /* route from the Nth start on */
     char standin[PATH_MAX];
     char skip[2048];        /* PSPAWN_INTERCEPT_SKIP, ':' between entries */
-    char table_path[128];
+    char scope[ROUTE_SCOPE_LEN + 1];
 } cfg;
+
+/* SRC into DST (LEN), cut short if need be: every process of the scope
+ * runs the constructor, and snprintf's pages would cost each a few page
+ * faults (nolibc.h). */
+static void copy_in(char *dst, size_t len, const char *src)
+{
+    size_t n = nl_len(src);
+    if (n >= len)
+        n = len - 1;
+    nl_copy(dst, src, n);
+    dst[n] = '\0';
+}
 
 void intercept_say(const char *fmt, ...)
 {
@@ -125,6 +141,8 @@ static void debug_line(const char *what, const char *path)
 
 static int skipped(const char *path)
 {
+    if (!cfg.skip[0])
+        return 0;
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
     for (const char *p = cfg.skip; *p;) {
@@ -137,39 +155,55 @@ static int skipped(const char *path)
     return 0;
 }
 
-/* Whether the start of PATH with ARGV and ENVP goes through a stand-in.
- * Counts the start.  Under PSPAWN_DEBUG, says why one is not. */
-static int wanted(const char *path, char *const argv[], char *const envp[])
+/* How a start goes: exec'd as asked, through a stand-in, or exec'd
+ * without the interception library (a leaf, gain.h). */
+enum want { WANT_EXEC, WANT_ROUTE, WANT_BARE };
+
+/* How the start of PATH with ARGV and ENVP goes.  Counts the start.
+ * Under PSPAWN_DEBUG, says why one is not routed. */
+static enum want wanted(const char *path, char *const argv[], char *const envp[])
 {
     if (!cfg.active || !route_table || !path || !argv || !argv[0])
-        return 0;
+        return WANT_EXEC;
     size_t envc = 0;
     for (; envp && envp[envc]; envc++)
-        if (!strncmp(envp[envc], "PSPAWN_ZYGOTE_", 14) ||
-            !strncmp(envp[envc], ROUTE_ENV_EXEC "=", sizeof ROUTE_ENV_EXEC))
-            return 0;   /* a zygote's own exec (a sub-zygote), or a stand-in's */
+        if (nl_prefix(envp[envc], "PSPAWN_ZYGOTE_") || nl_prefix(envp[envc], ROUTE_ENV_EXEC "="))
+            return WANT_EXEC;   /* a zygote's own exec (a sub-zygote), or a stand-in's */
     if (skipped(path)) {
         debug_line("not routed (--skip):", path);
-        return 0;
+        return WANT_EXEC;
     }
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    if (fd < 0) {
-        debug_line("not routed (cannot be opened: exec gives its error):", path);
-        return 0;
-    }
+    /* By name: in a fork or vfork child, each system call and each page
+     * touched is paid by every start, routed or not (gain.h). */
     struct stat st;
     struct statfs sf;
-    int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+    if (stat(path, &st) != 0) {
+        debug_line("not routed (cannot be opened: exec gives its error):", path);
+        return WANT_EXEC;
+    }
+    int ok = S_ISREG(st.st_mode);
     struct route_program *e = ok ? route_program_entry(route_program_key(&st, envp)) : NULL;
     const char *why = NULL;
+    char gain_why[160];
     unsigned starts = 0;
+    int bare = 0;
     if (e) {
         starts = __atomic_add_fetch(&e->starts, 1, __ATOMIC_ACQ_REL);
         uint32_t v = __atomic_load_n(&e->verdict, __ATOMIC_ACQUIRE);
         if (v == ROUTE_UNKNOWN) {
             uint32_t unknown = ROUTE_UNKNOWN;
-            v = route_program_verdict(fd, &st);
-            if (!__atomic_compare_exchange_n(&e->verdict, &unknown, v, 0, __ATOMIC_ACQ_REL,
+            int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+            struct stat now;
+            /* the file stat named, or exec's own answer for what is there now */
+            if (fd < 0 || fstat(fd, &now) != 0 || now.st_ino != st.st_ino ||
+                now.st_dev != st.st_dev)
+                v = ROUTE_NO_FILE;
+            else
+                v = route_program_verdict(fd, &st);
+            if (fd >= 0)
+                close(fd);
+            if (v != ROUTE_NO_FILE &&
+                !__atomic_compare_exchange_n(&e->verdict, &unknown, v, 0, __ATOMIC_ACQ_REL,
                                              __ATOMIC_ACQUIRE))
                 v = unknown;
         }
@@ -178,30 +212,34 @@ static int wanted(const char *path, char *const argv[], char *const envp[])
             why = route_verdict_why(v);
         else if (starts < cfg.after)
             why = "";       /* counted: routed from start cfg.after on */
+        else if ((why = gain_refusal(e, path, cfg.route_all, cfg.debug ? gain_why : NULL,
+                                     sizeof gain_why)))
+            bare = gain_leaf(e, path);  /* it costs less exec'd than routed */
         else if (faccessat(AT_FDCWD, path, X_OK, AT_EACCESS) != 0)
             why = "not executable: exec gives its error";
-        else if (fstatfs(fd, &sf) != 0 || (sf.f_flags & ST_NOEXEC))
+        else if (statfs(path, &sf) != 0 || (sf.f_flags & ST_NOEXEC))
             why = "on a noexec mount: exec gives its error";
     } else {
         why = ok ? "the scope's table of programs is full" : "not a regular file";
     }
-    close(fd);
     if (why) {
         if (!*why)
             intercept_say("not routed (start %u of %u before routing): %s", starts, cfg.after,
                           path);
         else
-            intercept_say("not routed (%s): %s", why, path);
-        return 0;
+            intercept_say("not routed (%s%s): %s", why,
+                          bare ? "; a leaf, started without the interception library" : "",
+                          path);
+        return bare ? WANT_BARE : WANT_EXEC;
     }
     struct rlimit stack;
     uint64_t limit = getrlimit(RLIMIT_STACK, &stack) == 0 ? stack.rlim_cur : RLIM_INFINITY;
     if (pspawn_args_too_big_plus(cfg.standin, argv, envp, limit,
                                  sizeof ROUTE_ENV_EXEC + strlen(path) + 1, 1) != 0) {
         debug_line("not routed (its arguments leave no room for the stand-in's):", path);
-        return 0;
+        return WANT_EXEC;
     }
-    return 1;
+    return WANT_ROUTE;
 }
 
 /* ENVP with PSPAWN_STANDIN_EXEC=PATH and EXTRA (if not NULL) added, into
@@ -229,6 +267,36 @@ static size_t count(char *const v[])
     return n;
 }
 
+/* The exec of a leaf, without us in LD_PRELOAD: returns if it fails.
+ * Its buffers are as small as the variable (a fork child pays a page
+ * fault for each page of stack it touches). */
+static __attribute__((noinline)) void exec_bare(const char *path, char *const argv[],
+                                                char *const envp[])
+{
+    size_t envc = count(envp), len = 0;
+    for (size_t i = 0; i < envc && !len; i++)
+        if (nl_prefix(envp[i], "LD_PRELOAD="))
+            len = nl_len(envp[i]) + 1;
+    if (!len || len > PATH_MAX * 4)
+        return;
+    char *bare[envc + 1], var[len];
+    if (gain_env_bare(bare, var, len, envp, envc))
+        cfg.execve(path, argv, bare);
+}
+
+/* The stand-in's exec in place of PATH's: returns if it fails. */
+static __attribute__((noinline)) void exec_standin(const char *path, char *const argv[],
+                                                   char *const envp[])
+{
+    size_t envc = count(envp);
+    char *env[envc + 3];
+    char var[sizeof ROUTE_ENV_EXEC + PATH_MAX + 1];
+    if (standin_env(env, var, sizeof var, path, envp, envc, NULL)) {
+        debug_line("routed:", path);
+        cfg.execve(cfg.standin, argv, env);
+    }
+}
+
 /* Before an exec of PATH (the file it will run) in the process that
  * becomes the program (it may be a vfork child), called from RET: measured
  * and started as its site predicts (MARK), and if routed, the stand-in's
@@ -238,15 +306,12 @@ static void before_exec(const char *path, char *const argv[], char *const envp[]
                         const void *ret, struct child_mark *mark)
 {
     predict_exec(ret, path, argv, mark);
-    if (!wanted(path, argv, envp))
-        return;
-    size_t envc = count(envp);
-    char *env[envc + 3];
-    char var[sizeof ROUTE_ENV_EXEC + PATH_MAX + 1];
-    if (standin_env(env, var, sizeof var, path, envp, envc, NULL)) {
-        debug_line("routed:", path);
-        cfg.execve(cfg.standin, argv, env);
-    }
+    gain_note_launch();
+    enum want how = wanted(path, argv, envp);
+    if (how == WANT_BARE)
+        exec_bare(path, argv, envp);
+    else if (how == WANT_ROUTE)
+        exec_standin(path, argv, envp);
 }
 
 static int routed_execve(const char *path, char *const argv[], char *const envp[],
@@ -269,38 +334,6 @@ EXPORT int execv(const char *path, char *const argv[])
     return routed_execve(path, argv, environ, __builtin_return_address(0));
 }
 
-/* The path that DIRFD and PATH (execveat's) stand for, into BUF: the
- * directory's or file's path through /proc/self/fd, checked to be the
- * same file still (a deleted file or a memfd has none).  0 if none. */
-static int path_at(int dirfd, const char *path, int flags, char *buf, size_t len)
-{
-    if (flags & ~AT_EMPTY_PATH)
-        return 0;   /* AT_SYMLINK_NOFOLLOW: exec's own answer */
-    if (path[0] == '/' || (dirfd == AT_FDCWD && path[0])) {
-        if (strlen(path) >= len)
-            return 0;
-        strcpy(buf, path);
-        return 1;
-    }
-    char link[64];
-    snprintf(link, sizeof link, "/proc/self/fd/%d", dirfd);
-    ssize_t n = readlink(link, buf, len - 1);
-    if (n <= 0 || buf[0] != '/')
-        return 0;
-    buf[n] = 0;
-    struct stat via_fd, via_path;
-    if (fstat(dirfd, &via_fd) < 0 || stat(buf, &via_path) < 0 ||
-        via_fd.st_dev != via_path.st_dev || via_fd.st_ino != via_path.st_ino)
-        return 0;
-    if (!path[0])
-        return (flags & AT_EMPTY_PATH) && S_ISREG(via_fd.st_mode);
-    size_t at = (size_t)n, plen = strlen(path);
-    if (!S_ISDIR(via_fd.st_mode) || at + 1 + plen >= len)
-        return 0;
-    buf[at] = '/';
-    memcpy(buf + at + 1, path, plen + 1);
-    return 1;
-}
 
 /* Before execveat's or fexecve's exec (DIRFD, PATH, FLAGS as execveat
  * takes them), called from RET: as before an execve of the path they
@@ -309,7 +342,7 @@ static void route_at(int dirfd, const char *path, int flags, char *const argv[],
                      char *const envp[], const void *ret, struct child_mark *mark)
 {
     char resolved[PATH_MAX];
-    if (path && path_at(dirfd, path, flags, resolved, sizeof resolved))
+    if (path && exec_path_at(dirfd, path, flags, resolved, sizeof resolved))
         before_exec(resolved, argv, envp, ret, mark);
 }
 
@@ -334,46 +367,13 @@ EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
     return r;
 }
 
-/* The file execvp would run for FILE, as glibc searches PATH (the
- * caller's: execvpe too searches its caller's PATH, not ENVP's): the
- * first that exists and may be executed, into BUF; 0 if none. */
-static int search_path(const char *file, char *buf, size_t len)
-{
-    if (strchr(file, '/')) {
-        if (strlen(file) >= len)
-            return 0;
-        strcpy(buf, file);
-        return 1;
-    }
-    const char *path = getenv("PATH");
-    if (!path)
-        path = "/bin:/usr/bin";
-    size_t flen = strlen(file);
-    for (const char *p = path;; p++) {
-        const char *end = strchr(p, ':');
-        size_t dlen = end ? (size_t)(end - p) : strlen(p);
-        if (dlen + flen + 2 <= len) {
-            memcpy(buf, p, dlen);
-            if (dlen)
-                buf[dlen++] = '/';
-            memcpy(buf + dlen, file, flen + 1);
-            struct stat st;
-            if (stat(buf, &st) == 0 && S_ISREG(st.st_mode) &&
-                faccessat(AT_FDCWD, buf, X_OK, AT_EACCESS) == 0)
-                return 1;
-        }
-        if (!end)
-            return 0;
-        p = end;
-    }
-}
 
 static int routed_execvpe(const char *file, char *const argv[], char *const envp[],
                           const void *ret)
 {
     char path[PATH_MAX];
     struct child_mark mark = { -1, -1 };
-    int found = file && *file && search_path(file, path, sizeof path);
+    int found = file && *file && exec_search_path(file, path, sizeof path);
     if (found)
         before_exec(path, argv, envp, ret, &mark);
     int r = cfg.execvpe(file, argv, envp);
@@ -470,8 +470,14 @@ static int spawn(pid_t *pid, const char *file, const char *path,
     enum priority_verdict verdict = VERDICT_NONE;
     uint64_t site = path ? predict_spawn(ret, path, argv, &verdict) : 0;
     int r = -1, routed = 0;
-    if (path && !adopts_orphans() && wanted(path, argv, envp))
+    gain_note_launch();
+    enum want how = path && !adopts_orphans() ? wanted(path, argv, envp) : WANT_EXEC;
+    size_t envc = how == WANT_BARE ? count(envp) : 0;
+    char *bare[envc + 1], var[how == WANT_BARE ? PATH_MAX * 4 : 1];
+    if (how == WANT_ROUTE)
         routed = (r = routed_spawn(pid, path, fa, attr, argv, envp, verdict)) >= 0;
+    else if (how == WANT_BARE && gain_env_bare(bare, var, sizeof var, envp, envc))
+        envp = bare;    /* the same program, without us: its errors are its own */
     if (!routed)
         r = search ? cfg.posix_spawnp(pid, file, fa, attr, argv, envp)
                    : cfg.posix_spawn(pid, file, fa, attr, argv, envp);
@@ -490,7 +496,7 @@ EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_act
                         const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
     char path[PATH_MAX];
-    int found = *file && search_path(file, path, sizeof path);
+    int found = *file && exec_search_path(file, path, sizeof path);
     return spawn(pid, file, found ? path : NULL, fa, attr, argv, envp, 1,
                  __builtin_return_address(0));
 }
@@ -554,14 +560,13 @@ __attribute__((constructor)) static void intercept_init(void)
     if (env_off(ROUTE_ENV_OFF))
         return;
     const char *standin = getenv(ROUTE_ENV_STANDIN);
-    snprintf(cfg.standin, sizeof cfg.standin, "%s",
-             standin && *standin ? standin : PSPAWN_STANDIN_PATH);
+    copy_in(cfg.standin, sizeof cfg.standin, standin && *standin ? standin : PSPAWN_STANDIN_PATH);
     const char *after = getenv(ROUTE_ENV_AFTER);
     char *end;
     long n = after ? strtol(after, &end, 10) : 2;
     cfg.after = after && (*end || n < 1 || n > 1000000) ? 2 : (unsigned)n;
     const char *skip = getenv(ROUTE_ENV_SKIP);
-    snprintf(cfg.skip, sizeof cfg.skip, "%s", skip ? skip : "");
+    copy_in(cfg.skip, sizeof cfg.skip, skip ? skip : "");
     const char *scope = getenv(ROUTE_ENV_SCOPE);
     int made = !scope || !*scope;
     if (made && !(scope = new_scope()))
@@ -578,7 +583,11 @@ __attribute__((constructor)) static void intercept_init(void)
         __atomic_store_n(&route_table->creator, (int32_t)getpid(), __ATOMIC_RELEASE);
         debug_line("made the interception scope", scope);
     }
-    route_table_path(scope, cfg.table_path, sizeof cfg.table_path);
+    copy_in(cfg.scope, sizeof cfg.scope, scope);
+    /* What this start of ours cost, first: the rest is not loading. */
+    gain_note_exec(environ);
+    const char *route = getenv(ROUTE_ENV_ROUTE);
+    cfg.route_all = route && !strcmp(route, "all");
     predict_init();
     cfg.active = access(cfg.standin, X_OK) == 0 && !adopts_orphans();
     if (!cfg.active)
@@ -589,6 +598,9 @@ __attribute__((constructor)) static void intercept_init(void)
  * through exit() leave it; `pspawn --intercept` removes its own). */
 __attribute__((destructor)) static void intercept_fini(void)
 {
-    if (route_table && __atomic_load_n(&route_table->creator, __ATOMIC_ACQUIRE) == getpid())
-        unlink(cfg.table_path);
+    if (route_table && __atomic_load_n(&route_table->creator, __ATOMIC_ACQUIRE) == getpid()) {
+        char path[128];
+        route_table_path(cfg.scope, path, sizeof path);
+        unlink(path);
+    }
 }

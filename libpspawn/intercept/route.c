@@ -15,12 +15,14 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "hash.h"
 #include "loaderenv.h"
+#include "nolibc.h"
 #include "route.h"
 
 struct route_shared *route_table;
@@ -28,9 +30,40 @@ struct route_shared *route_table;
 /* The header of the object this code is in: its machine is ours. */
 extern const ElfW(Ehdr) __ehdr_start;
 
+/* PSPAWN_CTOR_VARS as route_attach found it: read there, not by getenv
+ * between fork and exec (nolibc.h). */
+static const char *ctor_vars;
+
+/* Every process of a scope runs this as it starts: no snprintf, whose
+ * pages of libc's text would be faulted in by each (nolibc.h). */
 void route_table_path(const char *scope, char *buf, size_t len)
 {
-    snprintf(buf, len, "/dev/shm/pspawn-intercept.%u.%s", (unsigned)geteuid(), scope);
+    static const char head[] = "/dev/shm/pspawn-intercept.";
+    char uid[12];
+    size_t u = sizeof uid;
+    unsigned v = (unsigned)geteuid();
+    do
+        uid[--u] = (char)('0' + v % 10);
+    while ((v /= 10) && u);
+    size_t need = sizeof head - 1 + (sizeof uid - u) + 1 + nl_len(scope) + 1;
+    if (len < need) {
+        if (len)
+            buf[0] = '\0';
+        return;
+    }
+    nl_copy(buf, head, sizeof head - 1);
+    size_t at = sizeof head - 1;
+    nl_copy(buf + at, uid + u, sizeof uid - u);
+    at += sizeof uid - u;
+    buf[at++] = '.';
+    nl_copy(buf + at, scope, nl_len(scope) + 1);
+}
+
+/* open(2) itself: this library's own open() is a wrapper (textbusy.c)
+ * that would look up libc's on first use, in every process. */
+static int open_raw(const char *path, int flags, mode_t mode)
+{
+    return (int)syscall(SYS_openat, AT_FDCWD, path, flags | O_LARGEFILE, mode);
 }
 
 static int scope_valid(const char *scope)
@@ -89,6 +122,7 @@ static int map_table(int fd, const char *scope, int made)
 
 int route_attach(const char *scope, int create)
 {
+    ctor_vars = getenv(PSPAWN_ENV_CTOR_VARS);
     if (!scope || !scope_valid(scope))
         return -1;
     /* pspawn --intercept's: the memfd it holds, reached through its fd
@@ -98,7 +132,7 @@ int route_attach(const char *scope, int create)
     if (held && *held) {
         if (strncmp(held, "/proc/", 6) != 0)
             return -1;
-        int fd = open(held, O_RDWR | O_CLOEXEC);
+        int fd = open_raw(held, O_RDWR | O_CLOEXEC, 0);
         if (fd < 0 || !table_file_ok(fd, 1)) {
             if (fd >= 0)
                 close(fd);
@@ -109,9 +143,10 @@ int route_attach(const char *scope, int create)
     char path[128];
     route_table_path(scope, path, sizeof path);
     int fd = -1, made = 0;
-    if (create && (fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) >= 0)
+    if (create &&
+        (fd = open_raw(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) >= 0)
         made = ftruncate(fd, sizeof(struct route_shared)) == 0;
-    if (fd < 0 && (fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC)) < 0)
+    if (fd < 0 && (fd = open_raw(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0)) < 0)
         return -1;
     if (!table_file_ok(fd, 0)) {
         close(fd);
@@ -152,11 +187,10 @@ uint64_t route_program_key(const struct stat *st, char *const envp[])
     pspawn_hash(&h, &st->st_mtim, sizeof st->st_mtim);
     pspawn_hash(&h, &st->st_size, sizeof st->st_size);
     uint64_t vars = 0;
-    const char *ctor_vars = getenv(PSPAWN_ENV_CTOR_VARS);
     for (size_t i = 0; envp && envp[i]; i++)
         if (pspawn_loader_var_listed(envp[i], ctor_vars)) {
             uint64_t v = PSPAWN_HASH_INIT;
-            pspawn_hash(&v, envp[i], strlen(envp[i]));
+            pspawn_hash(&v, envp[i], nl_len(envp[i]));
             vars += v;
         }
     pspawn_hash(&h, &vars, sizeof vars);
@@ -179,6 +213,21 @@ struct route_program *route_program_entry(uint64_t key)
                                             __ATOMIC_ACQUIRE) || zero == key)
                 return p;
         }
+    }
+    return NULL;
+}
+
+struct route_program *route_program_find(uint64_t key)
+{
+    if (!route_table)
+        return NULL;
+    for (unsigned i = 0, at = (unsigned)(key % ROUTE_PROGRAMS); i < ROUTE_PROGRAMS;
+         i++, at = (at + 1) % ROUTE_PROGRAMS) {
+        uint64_t seen = __atomic_load_n(&route_table->program[at].key, __ATOMIC_ACQUIRE);
+        if (seen == key)
+            return &route_table->program[at];
+        if (seen == 0)
+            return NULL;
     }
     return NULL;
 }
@@ -227,30 +276,40 @@ uint32_t route_program_verdict(int fd, const struct stat *st)
     return ROUTE_NO_STATIC;
 }
 
+/* A stand-in's slot once it left: probes go on past it, adds reuse it.
+ * A probe ends at a slot never used (0), so that a launcher's wait(),
+ * which asks of every pid it reaps, looks at a few slots, not all. */
+#define STANDIN_LEFT (-1)
+
 void route_standin_add(pid_t pid)
 {
     if (!route_table || pid <= 0)
         return;
     for (unsigned i = 0, at = (unsigned)pid % ROUTE_STANDINS; i < ROUTE_STANDINS;
          i++, at = (at + 1) % ROUTE_STANDINS) {
-        int32_t zero = 0;
-        if (__atomic_load_n(&route_table->standin[at], __ATOMIC_ACQUIRE) == pid ||
-            __atomic_compare_exchange_n(&route_table->standin[at], &zero, (int32_t)pid, 0,
+        int32_t seen = __atomic_load_n(&route_table->standin[at], __ATOMIC_ACQUIRE);
+        if (seen == pid)
+            return;
+        if ((seen == 0 || seen == STANDIN_LEFT) &&
+            __atomic_compare_exchange_n(&route_table->standin[at], &seen, (int32_t)pid, 0,
                                         __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
             return;
     }
 }
 
-/* The slot of PID, or -1.  Slots are freed in place (a probe goes on
- * past a free one: the set is small and a probe ends where it started). */
+/* The slot of PID, or -1. */
 static int standin_slot(pid_t pid)
 {
     if (!route_table || pid <= 0)
         return -1;
     for (unsigned i = 0, at = (unsigned)pid % ROUTE_STANDINS; i < ROUTE_STANDINS;
-         i++, at = (at + 1) % ROUTE_STANDINS)
-        if (__atomic_load_n(&route_table->standin[at], __ATOMIC_ACQUIRE) == pid)
+         i++, at = (at + 1) % ROUTE_STANDINS) {
+        int32_t seen = __atomic_load_n(&route_table->standin[at], __ATOMIC_ACQUIRE);
+        if (seen == pid)
             return (int)at;
+        if (seen == 0)
+            return -1;
+    }
     return -1;
 }
 
@@ -260,8 +319,8 @@ void route_standin_remove(pid_t pid)
     if (at >= 0) {
         __atomic_store_n(&route_table->standin_task[at], 0, __ATOMIC_RELEASE);
         int32_t expect = (int32_t)pid;
-        __atomic_compare_exchange_n(&route_table->standin[at], &expect, 0, 0, __ATOMIC_ACQ_REL,
-                                    __ATOMIC_ACQUIRE);
+        __atomic_compare_exchange_n(&route_table->standin[at], &expect, STANDIN_LEFT, 0,
+                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
     }
 }
 

@@ -62,6 +62,13 @@ struct route_program {
     uint64_t key;           /* 0: free */
     uint32_t starts;
     uint32_t verdict;       /* enum route_verdict */
+    /* What its starts cost (gain.h), µs; 0: not measured. */
+    uint32_t exec_us;       /* exec'd: the cheapest */
+    uint32_t execs;         /* exec'd starts measured */
+    uint32_t routed_us;     /* routed: the cheapest */
+    uint32_t ends;          /* its runs that ended by exit() */
+    uint32_t launches;      /* 1: one of its runs exec'd or spawned a program */
+    uint32_t pad;
 };
 
 /* A child whose run time is measured for spawn-site priorities
@@ -82,6 +89,8 @@ struct route_shared {
     char scope[ROUTE_SCOPE_LEN];    /* the scope it was made for (no NUL) */
     int32_t creator;        /* the process that made the scope: its end ends it */
     int32_t base_nice;      /* its nice: a long child's is this + N, never more */
+    uint32_t routed_floor_us;   /* the cheapest routed start of any program (gain.h) */
+    uint32_t exec_floor_us;     /* the cheapest start of any process of the scope */
     struct route_program program[ROUTE_PROGRAMS];
     int32_t standin[ROUTE_STANDINS];    /* pids; 0: free */
     int32_t standin_task[ROUTE_STANDINS];   /* each one's task, once it has one */
@@ -107,6 +116,8 @@ void route_table_path(const char *scope, char *buf, size_t len);
 uint64_t route_program_key(const struct stat *st, char *const envp[]);
 /* The entry of KEY, added if need be; NULL when the table is full. */
 struct route_program *route_program_entry(uint64_t key);
+/* The entry of KEY if it has one, else NULL. */
+struct route_program *route_program_find(uint64_t key);
 /* ROUTE_YES if the file open as FD (ST) is a dynamic ELF executable of
  * our machine, neither set-id nor with file capabilities; else the
  * verdict that says why not. */

@@ -35,6 +35,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "gain.h"
 #include "hash.h"
 #include "identity.h"
 #include "intercept.h"
@@ -360,6 +361,8 @@ static void __attribute__((noreturn)) wait_and_exit_like(int sock, const char *k
 
 int main(int argc, char **argv)
 {
+    /* What the start costs from here, routed (gain.h): our exec, so far. */
+    uint64_t cpu_us = gain_cpu_us(), t0_us = gain_now_us();
     const char *dbg = getenv("PSPAWN_DEBUG");
     debug = dbg && *dbg && strcmp(dbg, "0") != 0;
     char *path = take_var(ROUTE_ENV_EXEC);
@@ -420,5 +423,12 @@ int main(int argc, char **argv)
         exec_plain(path, argv, refused);
     }
     say("task %d (%s) forked by the zygote", (int)task, path);
+    struct stat st;
+    if (!client.not_at_once && stat(path, &st) == 0) {  /* a zygote's start is not a task's */
+        uint64_t us = cpu_us + gain_now_us() - t0_us;
+        say("the routed start cost %llu.%03llu ms", (unsigned long long)us / 1000,
+            (unsigned long long)us % 1000);
+        gain_note_routed(route_program_key(&st, environ), us);
+    }
     wait_and_exit_like(sock, key, start, &sigs, wait_ms);
 }

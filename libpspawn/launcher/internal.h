@@ -308,6 +308,9 @@ struct pspawn_standin_client {
      * it checks the zygote shares its namespaces and cgroups. */
     int detach;
     int start_failed;           /* out: this call's start of the zygote failed */
+    /* out: the zygote was not there at once (this call started it, or
+     * waited for another's start): the call's time is not a task's. */
+    int not_at_once;
     long idle_ms;               /* a job's or launcher's zygote: its idle time limit */
 };
 /* A connection to the step's zygote, which this call starts if no other

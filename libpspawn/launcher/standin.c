@@ -517,6 +517,7 @@ int pspawn_standin_connect(struct pspawn_standin_client *c)
     snprintf(n.lock, sizeof n.lock, "%s.lock", n.name);
     snprintf(n.fail, sizeof n.fail, "%s.fail", n.name);
     c->zpid = c->keeper = -1;
+    c->not_at_once = 0;
     c->fail_fd = -1;
     int wait_ms = pspawn_standin_wait_ms();
     /* Anyone can bind an abstract name first.  Another user's, on any of
@@ -525,6 +526,7 @@ int pspawn_standin_connect(struct pspawn_standin_client *c)
     int fd = connect_busy(c, n.name, wait_ms);
     if (fd >= 0 || errno == ETIMEDOUT)
         return use_zygote(c, fd);
+    c->not_at_once = 1;
     if (errno == EPERM) {
         say(c, "%s is another user's: no zygote", n.name);
         return -1;

@@ -21,18 +21,29 @@ static int listed(const char *kv, const char *list)
     return 0;
 }
 
+/* strncmp(S, PREFIX, strlen(PREFIX)) == 0, inlined: the interception
+ * library calls this between fork and exec, where each page of libc's
+ * text touched costs a fault (libpspawn/intercept/nolibc.h). */
+static inline int has_prefix(const char *s, const char *prefix)
+{
+    while (*prefix)
+        if (*s++ != *prefix++)
+            return 0;
+    return 1;
+}
+
 int pspawn_loader_var_listed(const char *kv, const char *ctor_vars)
 {
-    if (strncmp(kv, "LD_", 3) == 0)
-        return strncmp(kv, "LD_BIND_NOW=", 12) != 0;   /* the zygote binds anyway */
-    if (strncmp(kv, "GLIBC_TUNABLES=", 15) == 0 || strncmp(kv, "MALLOC_", 7) == 0)
+    if (has_prefix(kv, "LD_"))
+        return !has_prefix(kv, "LD_BIND_NOW=");   /* the zygote binds anyway */
+    if (has_prefix(kv, "GLIBC_TUNABLES=") || has_prefix(kv, "MALLOC_"))
         return 1;
     /* coreutils' libstdbuf.so (stdbuf, LD_PRELOADed) sets the standard
      * streams' buffering in its constructor from these */
-    if (strncmp(kv, "_STDBUF_", 8) == 0)
+    if (has_prefix(kv, "_STDBUF_"))
         return 1;
     /* what the user says other constructors read, and the list itself */
-    if (strncmp(kv, PSPAWN_ENV_CTOR_VARS "=", sizeof PSPAWN_ENV_CTOR_VARS) == 0)
+    if (has_prefix(kv, PSPAWN_ENV_CTOR_VARS "="))
         return 1;
     return ctor_vars && *ctor_vars && listed(kv, ctor_vars);
 }

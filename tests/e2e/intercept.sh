@@ -23,7 +23,7 @@ pboth() {
     local name=$1 args=$2
     c1 "prterun --host c1:4 --prtemca odls $(odls_name default) $args" >"$tmp/$name.plain" 2>&1
     rc_plain=$?
-    c1 "pspawn --intercept --after 1 --idle 2 -- prterun --host c1:4 \
+    c1 "pspawn --intercept --after 1 --route all --idle 2 -- prterun --host c1:4 \
         --prtemca odls $(odls_name default) $args" >"$tmp/$name.icpt" 2>&1
     rc_icpt=$?
 }

@@ -12,6 +12,9 @@ task=$TESTS_BUILDDIR/intercept-task
 [ -x "$task" ] || bail "no $task"
 unset PSPAWN_INTERCEPT_SCOPE LD_PRELOAD
 export PSPAWN_DEBUG=1
+# This tests the routing itself: every program a zygote can serve is
+# routed, whether or not a fork beats its exec (intercept-gain.sh tests that).
+export PSPAWN_INTERCEPT_ROUTE=all
 python=/usr/bin/python3
 
 # both NAME CMD...: CMD's stdout and exit code plain ($tmp/NAME.plain) and

@@ -20,6 +20,9 @@ mkdir -p "$tmp/bin" && cp "$task" "$tmp/bin/leftover-task" || bail "cannot copy 
 task=$tmp/bin/leftover-task
 unset PSPAWN_INTERCEPT_SCOPE PSPAWN_INTERCEPT_TABLE PSPAWN_INTERCEPT_AFTER LD_PRELOAD
 export PSPAWN_DEBUG=1
+# This tests the routing itself: every program a zygote can serve is
+# routed, whether or not a fork beats its exec (intercept-gain.sh tests that).
+export PSPAWN_INTERCEPT_ROUTE=all
 uid=$(id -u)
 
 # shm_files SCOPE: the files in /dev/shm that name SCOPE.

@@ -15,6 +15,9 @@ launcher=$TESTS_BUILDDIR/intercept-launcher
 unset PSPAWN_INTERCEPT_SCOPE PSPAWN_INTERCEPT_AFTER PSPAWN_INTERCEPT_PRIORITY \
     PSPAWN_INTERCEPT_NICE LD_PRELOAD
 export PSPAWN_DEBUG=1 PSPAWN_CACHE_DIR="$tmp/cache" PSPAWN_INTERCEPT_LONG=0.3
+# This tests the routing itself: every program a zygote can serve is
+# routed, whether or not a fork beats its exec (intercept-gain.sh tests that).
+export PSPAWN_INTERCEPT_ROUTE=all
 # Two programs (two inodes) that one call of the launcher starts.
 long=$tmp/long-task
 short=$tmp/short-task

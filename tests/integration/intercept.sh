@@ -19,6 +19,9 @@ mkdir -p "$tmp/bin" && cp "$task" "$tmp/bin/intercept-task" || bail "cannot copy
 task=$tmp/bin/intercept-task
 unset PSPAWN_INTERCEPT_SCOPE PSPAWN_INTERCEPT_AFTER LD_PRELOAD
 export PSPAWN_DEBUG=1
+# This tests the routing itself: every program a zygote can serve is
+# routed, whether or not a fork beats its exec (intercept-gain.sh tests that).
+export PSPAWN_INTERCEPT_ROUTE=all
 
 # compare NAME CMD...: CMD's stdout plain and under pspawn --intercept
 # --after 1 (every start routed), sorted; stderr of the intercepted run

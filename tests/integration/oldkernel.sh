@@ -19,6 +19,9 @@ if ! "$oldk" --probe; then
 fi
 uid=$(id -u)
 export PSPAWN_DEBUG=1
+# This tests the routing itself: every program a zygote can serve is
+# routed, whether or not a fork beats its exec (intercept-gain.sh tests that).
+export PSPAWN_INTERCEPT_ROUTE=all
 unset PSPAWN_INTERCEPT_SCOPE PSPAWN_INTERCEPT_AFTER LD_PRELOAD
 
 # 4.18: RHEL 8; 5.3: pidfds but no waitid(P_PIDFD); 5.10: close_range
