@@ -86,8 +86,14 @@ def grows(since, limit):
 
 with open(out, "w") as f:
     for run in range(2):
-        p = subprocess.Popen(["sh", "-c", "while :; do echo 0123456789abcdef; done"], stdout=f)
+        # A process group of its own, whose parent is in another: never an
+        # orphaned group, to which the kernel sends SIGHUP and SIGCONT when
+        # any exit orphans it while a member is stopped (make check, run
+        # by a session leader, puts every test in one orphaned group).
+        p = subprocess.Popen(["sh", "-c", "while :; do echo 0123456789abcdef; done"], stdout=f,
+                             preexec_fn=os.setpgrp)
         writing = grows(os.path.getsize(out), 30)
+        time.sleep(0.3)
         os.kill(p.pid, signal.SIGSTOP)
         _, st = os.waitpid(p.pid, os.WUNTRACED)
         time.sleep(0.2)
