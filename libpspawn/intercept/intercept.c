@@ -178,7 +178,7 @@ static enum want wanted(const char *path, char *const argv[], char *const envp[]
     struct stat st;
     struct statfs sf;
     if (stat(path, &st) != 0) {
-        debug_line("not routed (cannot be opened: exec gives its error):", path);
+        debug_line("not routed (not found: exec gives its error):", path);
         return WANT_EXEC;
     }
     int ok = S_ISREG(st.st_mode);
@@ -194,21 +194,21 @@ static enum want wanted(const char *path, char *const argv[], char *const envp[]
             uint32_t unknown = ROUTE_UNKNOWN;
             int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
             struct stat now;
-            /* the file stat named, or exec's own answer for what is there now */
-            if (fd < 0 || fstat(fd, &now) != 0 || now.st_ino != st.st_ino ||
-                now.st_dev != st.st_dev)
-                v = ROUTE_NO_FILE;
-            else
+            /* the file stat named (else unknown still: exec'd, asked again) */
+            if (fd >= 0 && fstat(fd, &now) == 0 && now.st_ino == st.st_ino &&
+                now.st_dev == st.st_dev) {
                 v = route_program_verdict(fd, &st);
+                if (!__atomic_compare_exchange_n(&e->verdict, &unknown, v, 0, __ATOMIC_ACQ_REL,
+                                                 __ATOMIC_ACQUIRE))
+                    v = unknown;
+            }
             if (fd >= 0)
                 close(fd);
-            if (v != ROUTE_NO_FILE &&
-                !__atomic_compare_exchange_n(&e->verdict, &unknown, v, 0, __ATOMIC_ACQ_REL,
-                                             __ATOMIC_ACQUIRE))
-                v = unknown;
         }
         /* Exec must be able to run it, or its own error is the answer. */
-        if (v != ROUTE_YES)
+        if (v == ROUTE_UNKNOWN)
+            why = "cannot be read: exec gives its error";
+        else if (v != ROUTE_YES)
             why = route_verdict_why(v);
         else if (starts < cfg.after)
             why = "";       /* counted: routed from start cfg.after on */
