@@ -74,6 +74,7 @@ void gain_note_routed(uint64_t key, uint64_t us)
         return;
     uint32_t v = clamp_us(us);
     lower_to(&e->routed_us, v);
+    __atomic_add_fetch(&e->routed, 1, __ATOMIC_ACQ_REL);
     lower_to(&route_table->routed_floor_us, v);
 }
 
@@ -90,9 +91,13 @@ const char *gain_refusal(const struct route_program *e, const char *path, int al
     uint32_t exec_us = __atomic_load_n(&e->exec_us, __ATOMIC_ACQUIRE);
     if (__atomic_load_n(&e->execs, __ATOMIC_ACQUIRE) < GAIN_EXEC_SAMPLES || exec_us == 0)
         return "what its exec costs is not measured yet";
-    uint32_t routed_us = __atomic_load_n(&e->routed_us, __ATOMIC_ACQUIRE);
+    /* Its own routed starts decide once there are enough of them: one
+     * start slowed by a busy machine must not end its routing. */
+    uint32_t routed_us = __atomic_load_n(&e->routed, __ATOMIC_ACQUIRE) >= GAIN_ROUTED_SAMPLES
+                             ? __atomic_load_n(&e->routed_us, __ATOMIC_ACQUIRE) : 0;
     const char *how = "measured";
-    if (routed_us == 0) {
+    /* The scope's cheapest routed start, where it cannot be one of ours */
+    if (routed_us == 0 && __atomic_load_n(&e->routed, __ATOMIC_ACQUIRE) == 0) {
         routed_us = __atomic_load_n(&route_table->routed_floor_us, __ATOMIC_ACQUIRE);
         how = "another program's";
     }

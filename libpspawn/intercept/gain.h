@@ -21,8 +21,9 @@
  *    zygote was running already (its own start is not a start's cost).
  * Each program keeps the cheapest of its exec'd starts, routed only once
  * GAIN_EXEC_SAMPLES of them were measured, and the cheapest of its routed
- * starts (a busy machine slows some starts: the cheapest of each is the
- * start's own cost, and neither makes routing look better than it is);
+ * starts, which decide once GAIN_ROUTED_SAMPLES were measured (a busy
+ * machine slows some starts, a routed one's wall time more than an
+ * exec'd one's CPU time: the cheapest of a few is the start's own cost);
  * a program not routed
  * yet is compared with the cheapest routed start of any program in the
  * scope, or, before there is one, with a guess from the cheapest start
@@ -75,6 +76,7 @@
 
 #define GAIN_LEAF_ENDS 3
 #define GAIN_EXEC_SAMPLES 2
+#define GAIN_ROUTED_SAMPLES 3
 
 /* The calling process's CPU time so far, in µs. */
 uint64_t gain_cpu_us(void);

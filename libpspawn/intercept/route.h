@@ -68,7 +68,7 @@ struct route_program {
     uint32_t routed_us;     /* routed: the cheapest */
     uint32_t ends;          /* its runs that ended by exit() */
     uint32_t launches;      /* 1: one of its runs exec'd or spawned a program */
-    uint32_t pad;
+    uint32_t routed;        /* routed starts measured */
 };
 
 /* A child whose run time is measured for spawn-site priorities

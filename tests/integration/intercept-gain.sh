@@ -81,7 +81,7 @@ n=$(grep -c '^LD_PRELOAD=.*libpspawn-intercept.so$' "$tmp/env.out")
 ok $? "env, which launched nothing in 6 runs: each still started with the library ($n of 6)" ||
     diag_file "$tmp/env.out"
 
-# 4. A program whose exec costs much more (400,000 relocations): routed
+# 4. A program whose exec costs much more (1,000,000 relocations): routed
 # from its third start, once two were measured.
 run slow -- "$launcher" fork 6 "$slow" exit 4
 n=$(exits slow 4)

@@ -63,6 +63,11 @@ static void case_refusal(void)
 
     e.exec_us = 5000;
     e.routed_us = 4500;
+    e.routed = GAIN_ROUTED_SAMPLES - 1;
+    tap_ok(refusal(&e, "/x/big", 0) == NULL,
+           "%d routed starts measured at 4.5 ms at best: not enough to end its routing",
+           GAIN_ROUTED_SAMPLES - 1);
+    e.routed = GAIN_ROUTED_SAMPLES;
     why = refusal(&e, "/x/big", 0);
     tap_ok(why && strstr(why, "measured 4.500 ms"),
            "its own routed start measured at 4.5 ms against 5 ms exec'd: no gain, exec'd (%s)",
