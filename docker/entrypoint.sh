@@ -41,6 +41,13 @@ if [ -n "${PSPAWN_NAMESPACE:-}" ]; then
     printf 'NamespaceType=%s\n' "$PSPAWN_NAMESPACE" >> /etc/slurm/slurm.conf
     mkdir -p /var/lib/slurm/namespace
 fi
+# PSPAWN_JOBCONTAINER=job_container/tmpfs (its predecessor, Slurm < 25.11):
+# each job in its own mount namespace, with a private /tmp and /dev/shm
+# (PrologFlags=Contain is set already).
+if [ -n "${PSPAWN_JOBCONTAINER:-}" ]; then
+    printf 'JobContainerType=%s\n' "$PSPAWN_JOBCONTAINER" >> /etc/slurm/slurm.conf
+    printf 'AutoBasePath=true\nBasePath=/var/lib/slurm/jobtmp\n' > /etc/slurm/job_container.conf
+fi
 
 # plugstack.conf names the pspawn SPANK plugin as `optional`, but Slurm
 # still prints two dlopen errors on every srun while the file is missing;

@@ -173,6 +173,15 @@ int pspawn_context_uses_zygote(const pspawn_context_t *ctx);
 /* Pid of the root zygote, or -1 when there is none. */
 pid_t pspawn_context_zygote_pid(const pspawn_context_t *ctx);
 
+/* How many objects the root zygote had loaded when it parked: the
+ * program, each shared library, the loader and the vDSO (what an exec of
+ * the program maps and relocates again for each task, and a fork of the
+ * zygote does not); 0 while there is no zygote, or none said it.  A
+ * launcher that is free to choose may exec a program of few objects
+ * instead: its exec costs less than a task from a zygote (pspawn(3),
+ * "WHICH PROGRAMS GAIN").  Since PSPAWN_0.2. */
+int pspawn_context_objects(const pspawn_context_t *ctx);
+
 /* The zygotes of a context: the root and, with fan-out, its sub-zygotes.
  * Each is the caller's child (created with CLONE_PARENT), as every task
  * is: a caller that reaps with waitpid(-1) sees them only when they exit

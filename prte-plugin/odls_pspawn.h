@@ -43,6 +43,10 @@ typedef struct {
     int zygotes;
     /* odls_pspawn_verbose: each node's line per job (odls_pspawn_tally.c) */
     int verbose;
+    /* odls_pspawn_auto_objects: where no one named the component (a site
+     * made it the default by its priority), the least objects a program
+     * must load for its ranks to be forked (odls_pspawn_zygotes.c). */
+    int auto_objects;
 } prte_odls_pspawn_component_t;
 
 extern prte_odls_pspawn_component_t prte_mca_odls_pspawn_component;

@@ -273,3 +273,19 @@ void pspawn_after_cancel(void)
         prte_event_evtimer_del(&after.ev);
     after.armed = 0;
 }
+
+int pspawn_odls_named(void)
+{
+    /* The framework's own selection variable (odls=...): PMIx's MCA base
+     * keeps its value in the framework structure. */
+    const char *sel = prte_odls_base_framework.framework_selection;
+    if (NULL == sel || '^' == sel[0])
+        return 0;
+    for (const char *p = sel; *p;) {
+        size_t n = strcspn(p, ",");
+        if (6 == n && 0 == strncmp(p, "pspawn", 6))
+            return 1;
+        p += n + (',' == p[n]);
+    }
+    return 0;
+}

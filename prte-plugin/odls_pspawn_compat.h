@@ -109,6 +109,11 @@ const char *pspawn_prte_abi_mismatch(void);
 /* Call FN once, MS ms from now, on PRRTE's event base (one such timer:
  * a later call replaces an earlier one's function).  0, or -1. */
 int pspawn_after(unsigned ms, void (*fn)(void));
+/* Whether the job named this component (odls pspawn, a list with it):
+ * 1; 0 where it was chosen by its priority (a site's default) or by a
+ * list that only excludes others ("^default"). */
+int pspawn_odls_named(void);
+
 /* The timer of pspawn_after, not to fire (the component's close: its code
  * may be unloaded next). */
 void pspawn_after_cancel(void);

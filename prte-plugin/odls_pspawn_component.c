@@ -13,6 +13,7 @@
 #include "src/util/name_fns.h"
 
 #include "odls_pspawn_compat.h"
+#include "worth.h"
 
 static int pspawn_register(void);
 static int pspawn_open(void);
@@ -106,6 +107,15 @@ static int pspawn_register(void)
         "1: each node prints one line per job once its ranks are started: how many were "
         "forked, how many exec'd and why, and which zygote served them (pspawn-odls(7))",
         PMIX_MCA_BASE_VAR_TYPE_INT, &prte_mca_odls_pspawn_component.verbose);
+    prte_mca_odls_pspawn_component.auto_objects = -1;
+    (void)pmix_mca_base_component_var_register(
+        c, "auto_objects",
+        "Where pspawn is the site's default (this component's priority above the default's) "
+        "and the job did not name it (odls pspawn): a program's ranks are forked only if it "
+        "loaded at least this many objects in its last zygote, or is a Python interpreter, "
+        "and only where a node runs 2 ranks or more (or odls_pspawn_reuse dvm); 0: always; "
+        "-1 (default): as measured, 100 for a zygote of the job's own, 40 for a DVM's",
+        PMIX_MCA_BASE_VAR_TYPE_INT, &prte_mca_odls_pspawn_component.auto_objects);
     return PRTE_SUCCESS;
 }
 

@@ -269,13 +269,20 @@ static int pspawn_fork_local_proc(void *cdptr)
         else if (z->err) {
             err = z->err;
             why = NULL != z->why ? strdup(z->why) : NULL;
-        } else
+        } else if (z->plain) {
+            /* The auto rule: a zygote would not pay for this program. */
+            err = pspawn_exec(&pid, z->cmd, &attr, argv, cd->env);
+            snprintf(how, sizeof how, "%s", z->plain);
+        } else {
             err = pspawn_ex(&pid, &z->ctx, &attr, argv, cd->env);
-        if (0 == err && NULL != z && NULL != pspawn_context_reason(&z->ctx)) {
+            if (0 == err)
+                pspawn_zygote_learn(z);
+        }
+        if (0 == err && NULL != z && !z->plain && NULL != pspawn_context_reason(&z->ctx)) {
             VERBOSE(5, "%s odls:pspawn: %s: %s", PRTE_NAME_PRINT(PRTE_PROC_MY_NAME), z->cmd,
                     pspawn_context_reason(&z->ctx));
         }
-        if (prte_mca_odls_pspawn_component.verbose && NULL != z) {
+        if (prte_mca_odls_pspawn_component.verbose && NULL != z && !z->plain) {
             pspawn_zygote_info_t root;
             forked = 0 == err && pspawn_context_uses_zygote(&z->ctx);
             kind = PMIX_CHECK_NSPACE(z->job, job) ? PSPAWN_ZYGOTE_NEW : PSPAWN_ZYGOTE_JOB;

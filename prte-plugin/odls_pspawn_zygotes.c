@@ -14,6 +14,16 @@
  * odls_pspawn_zygotes zygotes (the least recently used goes first), each
  * stopped after odls_pspawn_idle seconds without a rank (looked at on
  * each launch and by a timer on PRRTE's event base); all go with the DVM.
+ *
+ * Where a site made pspawn the default (odls_pspawn_priority above the
+ * default component's) and the job did not name it (odls pspawn), the
+ * component forks a program's ranks only where that is expected to gain,
+ * as Slurm's default=auto does (wire/worth.h): 2 ranks or more on the node
+ * (or a DVM's shared zygotes), and a program that loaded at least
+ * odls_pspawn_auto_objects objects in its last zygote, or a Python
+ * interpreter.  The counts are learned in the user's own cache
+ * (pspawn_cache_dir()/worth); a program not in it goes through a zygote
+ * once.
  */
 #include "odls_pspawn.h"
 
@@ -24,9 +34,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "odls_pspawn_compat.h"
 #include "odls_pspawn_zygotes.h"
+#include "preload.h"
 
 #include "src/runtime/prte_globals.h"
 #include "src/util/name_fns.h"
@@ -40,10 +52,11 @@ static size_t nzygotes, capzygotes;
 
 static void zygote_free(struct zygote *z)
 {
-    if (!z->err)
+    if (!z->err && !z->plain)
         pspawn_context_destroy(&z->ctx);
     free(z->cmd);
     free(z->why);
+    free(z->plain);
 }
 
 void pspawn_zygotes_lock(void)
@@ -180,13 +193,66 @@ static int mca_check(const char *options, char *msg, size_t size)
     return NULL != options ? pspawn_options_check(options, msg, size) : 0;
 }
 
+/* The user's table of programs worth a zygote, into DIR: 0, or -1. */
+static int worth_table(char *dir, size_t len)
+{
+    char cache[PATH_MAX];
+    return pspawn_cache_dir(cache, sizeof cache) == 0 &&
+           snprintf(dir, len, "%s/worth", cache) < (int)len ? 0 : -1;
+}
+
+/* Where the auto rule applies to CD's program (a site's default, not
+ * named by the job), why its ranks are exec'd, or NULL. */
+static const char *auto_plain(struct zygote *z, prte_odls_spawn_caddy_t *cd, char *why,
+                              size_t len)
+{
+    if (pspawn_odls_named())
+        return NULL;
+    z->auto_rule = 1;
+    if (cd->jdata->num_local_procs < 2 && !reuse_dvm())
+        return "auto: one rank on this node (odls pspawn is the site's default)";
+    char dir[PATH_MAX];
+    char *argv0[2] = { z->cmd, NULL };
+    char **argv = NULL != cd->argv ? cd->argv : argv0;
+    int argc = 0;
+    while (NULL != argv[argc])
+        argc++;
+    if (worth_table(dir, sizeof dir) < 0)
+        return NULL;
+    pspawn_worth_recall(&z->worth, dir, geteuid(), z->cmd, argc, argv, cd->env);
+    int least = prte_mca_odls_pspawn_component.auto_objects;
+    if (least < 0)
+        least = reuse_dvm() ? PSPAWN_WORTH_KEPT_ZYGOTE : PSPAWN_WORTH_JOB_ZYGOTE;
+    return pspawn_worth_verdict(&z->worth, least, why, len);
+}
+
+void pspawn_zygote_learn(struct zygote *z)
+{
+    char dir[PATH_MAX];
+    int objects = z->plain || z->err ? 0 : pspawn_context_objects(&z->ctx);
+    if (z->learned || !z->auto_rule || objects <= 0 || worth_table(dir, sizeof dir) < 0)
+        return;
+    z->learned = 1;
+    if (pspawn_worth_learn(&z->worth, dir, geteuid(), objects, 0) < 0)
+        VERBOSE(2, "%s odls:pspawn: %s: the auto rule learns nothing of %s: %s",
+                PRTE_NAME_PRINT(PRTE_PROC_MY_NAME), dir, z->cmd, strerror(errno));
+}
+
 /* Start Z's zygote.  It runs the constructors once, with the environment
  * of the first rank ENV: the ranks' loader variables are the same as its
  * own.  Parameters that do not parse are said once, and the ranks not
- * started. */
-static void start_zygote(struct zygote *z, char **env)
+ * started.  Where the auto rule says a zygote does not pay, none: its
+ * ranks are exec'd (Z->plain). */
+static void start_zygote(struct zygote *z, prte_odls_spawn_caddy_t *cd)
 {
     char msg[256];
+    char **env = cd->env;
+    const char *plain = auto_plain(z, cd, msg, sizeof msg);
+    if (NULL != plain) {
+        z->plain = strdup(plain);
+        z->err = NULL == z->plain ? ENOMEM : 0;
+        return;
+    }
     char *options = mca_options();
     if (0 != mca_check(options, msg, sizeof msg)) {
         /* Said in each rank's "failed to start" message, which mpirun
@@ -242,7 +308,7 @@ struct zygote *pspawn_zygote_for(prte_odls_spawn_caddy_t *cd, const pmix_nspace_
     z->last_used = now_s();
     if (0 != stat(cmd, &z->prog))
         memset(&z->prog, 0, sizeof z->prog);
-    start_zygote(z, cd->env);
+    start_zygote(z, cd);
     nzygotes++;
     if (dvm && !timer_armed)
         timer_armed = 0 == pspawn_after((unsigned)prte_mca_odls_pspawn_component.idle * 1000,
@@ -250,6 +316,9 @@ struct zygote *pspawn_zygote_for(prte_odls_spawn_caddy_t *cd, const pmix_nspace_
     if (z->err) {
         VERBOSE(2, "%s odls:pspawn: %s: %s", PRTE_NAME_PRINT(PRTE_PROC_MY_NAME), cmd,
                 strerror(z->err));
+    } else if (z->plain) {
+        VERBOSE(1, "%s odls:pspawn: %s: every rank by exec: %s",
+                PRTE_NAME_PRINT(PRTE_PROC_MY_NAME), cmd, z->plain);
     } else if (pspawn_context_uses_zygote(&z->ctx)) {
         VERBOSE(2, "%s odls:pspawn: zygote of %s for job %s is pid %ld (%s)",
                 PRTE_NAME_PRINT(PRTE_PROC_MY_NAME), cmd, job,

@@ -13,7 +13,8 @@ spank_plugin_sources = \
 	spank/pspawn_srun.c spank/pspawn_slurmstepd.c \
 	spank/pspawn_config.c spank/pspawn_config.h \
 	spank/pspawn_cgroup.h spank/pspawn_mover.c spank/mover-request.c \
-	spank/pspawn_jobzygote.c spank/pspawn_jobzygote.h spank/pspawn_jobstart.c spank/pspawn_jobstate.c
+	spank/pspawn_jobzygote.c spank/pspawn_jobzygote.h spank/pspawn_jobstart.c spank/pspawn_jobstate.c \
+	spank/pspawn_slurmconf.c
 
 # One test program: the fake slurmstepd, the plugin's tests, the mover's.
 spank_test_plugin_sources = \

@@ -31,7 +31,8 @@ int pspawn_report_decode(const void *buf, size_t len, const char *token,
     memcpy(r, buf, sizeof *r);
     if (r->magic != PSPAWN_REPORT_MAGIC || (r->forked != 0 && r->forked != 1) ||
         (r->verbose != 0 && r->verbose != 1) ||
-        (r->forked && r->zygote != PSPAWN_ZYGOTE_NEW && r->zygote != PSPAWN_ZYGOTE_JOB))
+        (r->forked && r->zygote != PSPAWN_ZYGOTE_NEW && r->zygote != PSPAWN_ZYGOTE_JOB) ||
+        r->objects < 0 || r->objects > 0x7fff || (r->python != 0 && r->python != 1))
         return EPROTO;
     if (!pspawn_tokens_equal(r->token, token, PSPAWN_MOVER_TOKEN))
         return EPERM;

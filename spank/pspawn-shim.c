@@ -114,7 +114,7 @@ static void __attribute__((noreturn)) exec_plain(const char *path, char **argv, 
         _exit(1);
     }
     say("plain exec: %s", why);
-    shim_report(shim.mover_fd, shim.token, 0, PSPAWN_ZYGOTE_NONE, 0, why, verbose);
+    shim_report(shim.mover_fd, shim.token, 0, PSPAWN_ZYGOTE_NONE, 0, 0, 0, why, verbose);
     execve(path, argv, environ);
     int e = errno;
     fprintf(stderr, "slurmstepd: error: execve(): %s: %s\n", argv[0], strerror(e));
@@ -534,7 +534,7 @@ int main(int argc, char **argv)
     release_task(task, relay, &hold);
     struct ucred zygote;
     shim_report(shim.mover_fd, shim.token, 1, client.job ? PSPAWN_ZYGOTE_JOB : PSPAWN_ZYGOTE_NEW,
-                pspawn_peer_cred(sock, &zygote) == 0 ? pspawn_proc_start_ms(zygote.pid) : 0, NULL,
-                verbose);
+                pspawn_peer_cred(sock, &zygote) == 0 ? pspawn_proc_start_ms(zygote.pid) : 0,
+                client.zygote_objects, client.zygote_python, NULL, verbose);
     wait_and_exit_like(sock, task, task_pidfd, start, &client, wait_ms);
 }

@@ -72,6 +72,11 @@ struct pspawn_mover_report {
     int32_t zygote;             /* forked: enum pspawn_zygote_kind */
     int32_t verbose;            /* 1: answer, with the line if it is complete */
     int64_t zygote_start_ms;    /* forked: its zygote's start; 0: unknown */
+    /* forked: what its zygote's hello said (protocol.h, HELLO_OBJECTS):
+     * the objects it loaded (0: not said), and whether it is a warm
+     * Python, which `default=auto` learns from (worth.h). */
+    int32_t objects;
+    int32_t python;
     char token[PSPAWN_MOVER_TOKEN];
     char why[PSPAWN_TALLY_WHY]; /* exec'd: why (any bytes: the tally cleans them) */
 };

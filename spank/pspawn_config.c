@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "config.h"
 
+#include <errno.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "options.h"
 #include "pspawn_config.h"
+#include "worth.h"
 
 #ifndef PSPAWN_SHIM_PATH
 #define PSPAWN_SHIM_PATH "/usr/libexec/libpspawn/pspawn-shim"
@@ -29,6 +32,7 @@ void pspawn_config_defaults(struct pspawn_config *cfg)
     cfg->default_mode = PSPAWN_MODE_OFF;
     cfg->signals = PSPAWN_SIGNALS_AUTO;
     cfg->debug = 0;
+    cfg->auto_objects = -1;
     snprintf(cfg->shim, sizeof cfg->shim, "%s", PSPAWN_SHIM_PATH);
     cfg->options[0] = '\0';
     cfg->force_off = 0;
@@ -180,7 +184,8 @@ int pspawn_config_parse(struct pspawn_config *cfg, int argc, char *const argv[],
         const char *eq = strchr(arg, '=');
         if (eq == NULL)
             return pspawn_errmsg(err, errlen, "plugstack.conf argument \"%s\": expected key=value "
-                        "(default=, signals=, debug=, shim=, force=, allow=, or an option's key)", arg);
+                        "(default=, signals=, debug=, shim=, force=, allow=, auto_objects=, or an "
+                        "option's key)", arg);
         size_t klen = (size_t)(eq - arg);
         const char *val = eq + 1;
         int k;
@@ -198,6 +203,14 @@ int pspawn_config_parse(struct pspawn_config *cfg, int argc, char *const argv[],
                 return pspawn_errmsg(err, errlen, "plugstack.conf argument \"%s\": "
                             "debug must be 0 or 1", arg);
             cfg->debug = val[0] == '1';
+        } else if (klen == 12 && strncmp(arg, "auto_objects", klen) == 0) {
+            char *end;
+            errno = 0;
+            long n = strtol(val, &end, 10);
+            if (*val == '\0' || *end || errno || n < 0 || n > 32767)
+                return pspawn_errmsg(err, errlen, "plugstack.conf argument \"%s\": auto_objects "
+                            "must be a number of objects from 0 to 32767", arg);
+            cfg->auto_objects = (int)n;
         } else if (klen == 5 && strncmp(arg, "force", klen) == 0) {
             if (strcmp(val, "off") != 0)
                 return pspawn_errmsg(err, errlen, "plugstack.conf argument \"%s\": "
@@ -228,7 +241,7 @@ int pspawn_config_parse(struct pspawn_config *cfg, int argc, char *const argv[],
                             "argument, separated by spaces", arg);
             if (pspawn_options_parse(&o, arg, why, sizeof why) < 0)
                 return pspawn_errmsg(err, errlen, "plugstack.conf argument \"%s\": %s (the keys are "
-                            "default=, signals=, debug=, shim=, force=, allow=, and libpspawn's fanout=, "
+                            "default=, signals=, debug=, shim=, force=, allow=, auto_objects=, and libpspawn's fanout=, "
                             "subzygote=, start=, cgroup=, python=, modules=, preload=, reuse=, idle=, "
                             "zygotes=, mode=)", arg, why);
             if (append(cfg->options, sizeof cfg->options, arg, strlen(arg)) < 0)

@@ -13,7 +13,9 @@
 enum pspawn_mode {
     PSPAWN_MODE_OFF,
     PSPAWN_MODE_ON,     /* every step that can use a zygote */
-    PSPAWN_MODE_AUTO,   /* only steps with more than one task on the node */
+    /* only steps with more than one task on the node (or reuse=job), of
+     * a program worth a zygote (worth.h, auto_objects=) */
+    PSPAWN_MODE_AUTO,
 };
 
 /* Whether the shim relays signals to its task (PSPAWN_SHIM_SIGNALS). */
@@ -27,6 +29,7 @@ struct pspawn_config {
     enum pspawn_mode default_mode;  /* default=: when srun has no --pspawn */
     enum pspawn_signals signals;    /* signals= */
     int debug;                      /* debug=0|1 */
+    int auto_objects;               /* auto_objects=N: default=auto's least; -1: worth.h's */
     char shim[PATH_MAX];            /* shim=: absolute path of pspawn-shim */
     /* libpspawn's options (options.h) the site sets for every step, from
      * the plugstack.conf arguments with their keys (fanout=, subzygote=,
@@ -42,7 +45,8 @@ struct pspawn_config {
 };
 
 /* The settings with no plugstack.conf argument: default=off, signals=auto,
- * debug=0, shim=PSPAWN_SHIM_PATH, no force=, every key allowed. */
+ * debug=0, auto_objects= as measured (-1: worth.h), shim=PSPAWN_SHIM_PATH, no
+ * force=, every key allowed. */
 void pspawn_config_defaults(struct pspawn_config *cfg);
 
 /*

@@ -57,6 +57,7 @@
 #include "pin.h"
 #include "procfs.h"
 #include "pspawn_jobzygote.h"
+#include "worth.h"
 #include "unixsock.h"
 
 #define STATE_DIR "/run/pspawn"
@@ -84,43 +85,6 @@ static void hex(char *out, const unsigned char *raw, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         snprintf(out + 2 * i, 3, "%02x", raw[i]);
-}
-
-/* The value of NAME in ENV, or NULL. */
-static const char *env_get(char *const env[], const char *name)
-{
-    size_t n = strlen(name);
-    for (size_t i = 0; env && env[i]; i++)
-        if (strncmp(env[i], name, n) == 0 && env[i][n] == '=')
-            return env[i] + n + 1;
-    return NULL;
-}
-
-/* ARGV0 as slurmstepd will find it: absolute, or the first file of that
- * name in the step's PATH.  A relative path with a slash depends on the
- * step's working directory, which root does not know here. */
-static int resolve(const char *argv0, char *const env[], char *path, size_t len, char *why,
-                   size_t wlen)
-{
-    if (argv0[0] == '/') {
-        snprintf(path, len, "%s", argv0);
-        return 0;
-    }
-    if (strchr(argv0, '/')) {
-        snprintf(why, wlen, "the program %s is relative to the working directory", argv0);
-        return -1;
-    }
-    const char *p = env_get(env, "PATH");
-    for (; p && *p;) {
-        const char *colon = strchrnul(p, ':');
-        struct stat st;
-        if (p[0] == '/' && snprintf(path, len, "%.*s/%s", (int)(colon - p), p, argv0) < (int)len &&
-            stat(path, &st) == 0 && !S_ISDIR(st.st_mode))
-            return 0;
-        p = *colon ? colon + 1 : colon;
-    }
-    snprintf(why, wlen, "%s is not in the step's PATH", argv0);
-    return -1;
 }
 
 /* The identity of the step's program and what a zygote of it keeps from
@@ -346,7 +310,7 @@ static void __attribute__((noreturn)) manage(const struct pspawn_job_step *s, in
     }
     char path[PATH_MAX], why[300], dir[64], nonce[17], token[33], key[160], entry[24];
     uint64_t h;
-    if (resolve(s->argv[0], s->env, path, sizeof path, why, sizeof why) < 0 ||
+    if (pspawn_step_program(s->argv[0], s->env, 0, path, sizeof path, why, sizeof why) < 0 ||
         identity(s, path, &h, why, sizeof why) < 0) {
         reply(fd, "no %s", why);
         _exit(1);

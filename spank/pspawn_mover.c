@@ -234,8 +234,10 @@ static void take_report(struct channel *ch, const void *buf, size_t len)
     if (!ch->reported) {
         ch->reported = 1;
         mv.reports++;
-        if (r.forked)
+        if (r.forked) {
             pspawn_tally_forked(&mv.tally, r.zygote, r.zygote_start_ms);
+            pspawn_tally_zygote_program(&mv.tally, r.objects, r.python);
+        }
         else
             pspawn_tally_exec(&mv.tally, 1, r.why);
     }

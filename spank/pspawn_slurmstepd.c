@@ -38,6 +38,7 @@
 #include "pspawn_spank.h"
 #include "pspawn_cgroup.h"
 #include "pspawn_jobzygote.h"
+#include "worth.h"
 #include "options.h"
 #include "tally.h"
 /* After spank.h, for the step ids and slurm_conf_t. */
@@ -68,6 +69,12 @@ static struct {
     uint32_t ntasks;                /* local tasks */
     const char *plain_why;          /* every task exec'd, decided here: why */
     char node[64], scope[48];
+    /* The step's program as root's table knows it (default=auto), read
+     * by slurm_spank_init_post_opt (root), taught at the step's end. */
+    struct pspawn_worth worth;
+    uid_t worth_uid;
+    int worth_read;
+    char worth_why[320];
 } step;
 
 #define say(...)                                    \
@@ -102,82 +109,6 @@ static int looks_like_multi_prog(int argc, char **argv)
     return s > ranks && isspace((unsigned char)*s);
 }
 
-/*
- * ProctrackType, which the shim needs for signals=auto.  SPANK has no item
- * for it; slurmstepd keeps slurm.conf in libslurmfull's global slurm_conf,
- * laid out as slurm.h's slurm_conf_t (Slurm loads only plugins built for
- * its own major release).  Looked up at run time, so the plugin needs no
- * Slurm data symbol to load.
- */
-static void read_proctrack(char *buf, size_t len)
-{
-    const slurm_conf_t *conf = dlsym(RTLD_DEFAULT, "slurm_conf");
-    buf[0] = '\0';
-    if (conf && conf->proctrack_type &&
-        strncmp(conf->proctrack_type, "proctrack/", 10) == 0 &&
-        strlen(conf->proctrack_type) < len)
-        snprintf(buf, len, "%s", conf->proctrack_type);
-}
-
-/* Whether the cgroup.conf at PATH says SignalChildrenProcesses=yes
- * (Slurm 24.11: proctrack/cgroup then signals every process of a step,
- * its tasks too, not only slurmstepd's children).  -1: no such file. */
-static int signal_children_in(const char *path)
-{
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return -1;
-    char line[1024];
-    int yes = 0;
-    while (fgets(line, sizeof line, f)) {
-        line[strcspn(line, "#\n")] = '\0';
-        char *k = line + strspn(line, " \t");
-        size_t klen = strcspn(k, " \t=");
-        if (klen != 23 || strncasecmp(k, "SignalChildrenProcesses", 23) != 0)
-            continue;
-        char *v = k + klen + strspn(k + klen, " \t");
-        if (*v != '=')
-            continue;
-        v += 1 + strspn(v + 1, " \t");
-        v[strcspn(v, " \t")] = '\0';
-        yes = !strcasecmp(v, "yes") || !strcasecmp(v, "true") || !strcasecmp(v, "up") ||
-              !strcmp(v, "1");
-    }
-    fclose(f);
-    return yes;
-}
-
-/* cgroup.conf, which SPANK does not show either: slurmstepd has it from
- * slurmd in a structure of Slurm's own (no API), so the file is read
- * where slurmd found it: beside slurm.conf (slurm_conf's own path, then
- * $SLURM_CONF's), in slurmd's configless cache, or in /etc/slurm. */
-static void read_signal_children(char *buf, size_t len)
-{
-    const slurm_conf_t *conf = dlsym(RTLD_DEFAULT, "slurm_conf");
-    const char *env = getenv("SLURM_CONF");
-    char dirs[3][PATH_MAX];
-    int n = 0;
-    const char *beside[] = { conf ? conf->slurm_conf : NULL, env };
-    for (int i = 0; i < 2; i++)
-        if (beside[i] && strrchr(beside[i], '/'))
-            snprintf(dirs[n++], PATH_MAX, "%.*s", (int)(strrchr(beside[i], '/') - beside[i]),
-                     beside[i]);
-    if (conf && conf->slurmd_spooldir)
-        snprintf(dirs[n++], PATH_MAX, "%s/conf-cache", conf->slurmd_spooldir);
-    buf[0] = '\0';
-    int yes = -1;
-    for (int i = 0; i < n && yes < 0; i++) {
-        char path[PATH_MAX + 16];
-        if (snprintf(path, sizeof path, "%s/cgroup.conf", dirs[i]) >= (int)sizeof path)
-            continue;   /* cannot happen (dirs[i] < PATH_MAX); GCC 15 cannot tell */
-        yes = signal_children_in(path);
-    }
-    if (yes < 0)
-        yes = signal_children_in("/etc/slurm/cgroup.conf");
-    if (yes > 0 && len > 1)
-        snprintf(buf, len, "1");
-}
-
 /* BYTES random bytes as hex into HEX (2 * BYTES + 1 chars). */
 static int random_hex(char *hex, size_t bytes)
 {
@@ -199,22 +130,40 @@ static int random_hex(char *hex, size_t bytes)
     return 0;
 }
 
-/* Why the step cannot use the shim, or NULL if it can. */
+/* Why the step cannot use the shim, or NULL if it can.  REUSE_JOB: the
+ * step asks for the job's zygote, which serves later steps too. */
 static const char *plain_exec_reason(spank_t sp, enum pspawn_mode mode, uint32_t stepid,
-                                     uint32_t local_tasks, int debugger)
+                                     uint32_t local_tasks, int debugger, int reuse_job)
 {
     if (stepid >= SLURM_MAX_NORMAL_STEP_ID)
         return "batch, extern or interactive step";
     if (debugger)
         return "srun is under a parallel debugger: tasks stop at their exec for it";
-    if (mode == PSPAWN_MODE_AUTO && local_tasks < 2)
+    if (mode == PSPAWN_MODE_AUTO && local_tasks < 2 && !reuse_job)
         return "auto: one task on this node";
+    if (mode == PSPAWN_MODE_AUTO && step.worth_read &&
+        pspawn_worth_verdict(&step.worth,
+                             pspawn_config.auto_objects >= 0 ? pspawn_config.auto_objects
+                             : reuse_job ? PSPAWN_WORTH_KEPT_ZYGOTE : PSPAWN_WORTH_STEP_ZYGOTE,
+                             step.worth_why,
+                             sizeof step.worth_why))
+        return step.worth_why;
 
     /* srun sets it for --pty (env.c) and slurmstepd reads it back (io.c). */
     char port[16];
     spank_err_t rc = spank_getenv(sp, "SLURM_PTY_PORT", port, sizeof port);
     if (rc == ESPANK_SUCCESS || rc == ESPANK_NOSPACE)
         return "--pty";
+    /* srun --container (srun/opt.c sets it): slurmstepd writes each
+     * task's argv, the shim first, into the config.json of an OCI bundle
+     * of the task's own, and the runtime runs it inside the container,
+     * where the shim is not.  (The steps of an sbatch or salloc
+     * --container job inherit it, and are exec'd too: that costs them only
+     * what pspawn would have gained.) */
+    char bundle[8];
+    rc = spank_getenv(sp, "SLURM_CONTAINER", bundle, sizeof bundle);
+    if ((rc == ESPANK_SUCCESS && bundle[0]) || rc == ESPANK_NOSPACE)
+        return "--container: each task runs in an OCI container of its own";
 
     int argc = 0;
     char **argv = NULL;
@@ -304,6 +253,24 @@ static int wants_job_zygote(struct pspawn_options *o, char *options, size_t len)
     return pspawn_options_parse(o, options, msg, sizeof msg) == 0 && o->reuse_job;
 }
 
+/* What root's table knows of the step's program (its file is root's:
+ * user_init, which runs with the user's ids, could not read it). */
+static void recall_worth(spank_t sp, uid_t uid)
+{
+    int argc = 0;
+    char **argv = NULL, **env = NULL;
+    step.worth_read = 0;
+    if (getuid() != 0 || spank_get_item(sp, S_JOB_ARGV, &argc, &argv) != ESPANK_SUCCESS ||
+        spank_get_item(sp, S_JOB_ENV, &env) != ESPANK_SUCCESS)
+        return;
+    pspawn_worth_recall(&step.worth, PSPAWN_WORTH_DIR, uid, NULL, argc, argv, env);
+    step.worth_uid = uid;
+    step.worth_read = 1;
+    if (step.worth.known)
+        say("pspawn: %s loaded %d objects in its last zygote%s", step.worth.path,
+            step.worth.objects, step.worth.python ? " (a Python)" : "");
+}
+
 int pspawn_stepd_post_opt(spank_t sp)
 {
     uid_t uid;
@@ -311,17 +278,20 @@ int pspawn_stepd_post_opt(spank_t sp)
     struct pspawn_options o;
     char flag[8];
     early.tried = early.ok = 0;
+    step.worth_read = 0;
     enum pspawn_mode mode = pspawn_option_mode();
+    if (mode == PSPAWN_MODE_OFF || spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS)
+        return 0;
+    recall_worth(sp, uid);
     spank_err_t erc = spank_getenv(sp, PSPAWN_DEBUGGER_VAR, flag, sizeof flag);
-    if (mode == PSPAWN_MODE_OFF || !wants_job_zygote(&o, step.options, sizeof step.options) ||
-        spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS ||
+    if (!wants_job_zygote(&o, step.options, sizeof step.options) ||
         spank_get_item(sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS ||
         spank_get_item(sp, S_JOB_STEPID, &stepid) != ESPANK_SUCCESS ||
         spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &local_tasks) != ESPANK_SUCCESS ||
         plain_exec_reason(sp, mode, stepid, local_tasks,
-                          erc == ESPANK_SUCCESS || erc == ESPANK_NOSPACE) != NULL)
+                          erc == ESPANK_SUCCESS || erc == ESPANK_NOSPACE, 1) != NULL)
         return 0;   /* user_init decides, and says why */
-    read_proctrack(step.proctrack, sizeof step.proctrack);
+    pspawn_read_proctrack(step.proctrack, sizeof step.proctrack);
     /* Where slurmstepd is not in its step's cgroups yet (cgroup v1 puts
      * it there later), the job's extern step cannot be found from them:
      * user_init tries. */
@@ -393,7 +363,9 @@ int pspawn_stepd_user_init(spank_t sp)
     begin_report(sp, jobid, stepid, local_tasks);
     if (policy)
         return all_plain(jobid, stepid, policy);
-    const char *reason = plain_exec_reason(sp, mode, stepid, local_tasks, debugger);
+    struct pspawn_options o;
+    int reuse_job = wants_job_zygote(&o, step.options, sizeof step.options);
+    const char *reason = plain_exec_reason(sp, mode, stepid, local_tasks, debugger, reuse_job);
     if (reason)
         return all_plain(jobid, stepid, reason);
     /* The step's names end with a random part: another user who reads
@@ -406,17 +378,13 @@ int pspawn_stepd_user_init(spank_t sp)
     }
     snprintf(step.key, sizeof step.key, "%u.%u.%u.%s", (unsigned)uid, jobid, stepid, nonce);
     snprintf(step.local_tasks, sizeof step.local_tasks, "%u", local_tasks);
-    read_proctrack(step.proctrack, sizeof step.proctrack);
-    read_signal_children(step.signal_children, sizeof step.signal_children);
-    const char *mine = pspawn_option_options();
-    snprintf(step.options, sizeof step.options, "%s%s%s", pspawn_config.options,
-             pspawn_config.options[0] && mine[0] ? "," : "", mine);
-    struct pspawn_options o;
+    pspawn_read_proctrack(step.proctrack, sizeof step.proctrack);
+    pspawn_read_signal_children(step.signal_children, sizeof step.signal_children);
     if (early.tried && early.ok) {
         snprintf(step.key, sizeof step.key, "%s", early.key);
         snprintf(step.token, sizeof step.token, "%s", early.token);
         step.job = 1;
-    } else if (!early.tried && wants_job_zygote(&o, step.options, sizeof step.options)) {
+    } else if (!early.tried && reuse_job) {
         use_job_zygote(sp, &o, uid, jobid, stepid);
     }
     step.mover = 0;
@@ -459,6 +427,13 @@ void pspawn_stepd_exit(void)
 {
     struct pspawn_tally t;
     int reported = pspawn_mover_stop(&t) == 0;
+    /* What the step's zygotes said of its program, for default=auto's
+     * next steps of it (slurm_spank_exit runs as root). */
+    if (reported && step.worth_read && step.worth.identified && t.objects > 0 && getuid() == 0 &&
+        pspawn_worth_learn(&step.worth, PSPAWN_WORTH_DIR, step.worth_uid, t.objects, t.python) < 0)
+        slurm_error("pspawn: " PSPAWN_WORTH_DIR ": %s: default=auto learns nothing of %s",
+                    strerror(errno), step.worth.path);
+    step.worth_read = 0;
     if (step.report && getpid() == pspawn_stepd_pid) {
         /* Without a mover (contain_spank, slurmstepd not root) no shim
          * could report: its tasks are unknown. */

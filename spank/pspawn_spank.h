@@ -56,6 +56,13 @@ int pspawn_option_verbose(void);
 #define PSPAWN_DEBUGGER_VAR "SLURM_PSPAWN_DEBUGGER"
 void pspawn_srun_post_opt(void);
 
+/* pspawn_slurmconf.c: in slurmstepd, what the shim needs of the site's
+ * Slurm configuration, which SPANK does not show.  ProctrackType
+ * ("proctrack/cgroup"; "" when unknown), from Slurm's slurm_conf. */
+void pspawn_read_proctrack(char *buf, size_t len);
+/* "1" where cgroup.conf says SignalChildrenProcesses=yes, else "". */
+void pspawn_read_signal_children(char *buf, size_t len);
+
 /* pspawn_slurmstepd.c: in slurmstepd, as the callbacks of those names */
 extern pid_t pspawn_stepd_pid;   /* set by slurm_spank_init in slurmstepd */
 int pspawn_stepd_post_opt(spank_t sp);     /* reuse=job: the zygote's early start */

@@ -39,12 +39,12 @@ int shim_move_task(int fd, pid_t task, const char *token, int wait_ms)
 }
 
 void shim_report(int fd, const char *token, int forked, int zygote, long long zygote_start_ms,
-                 const char *why, int verbose)
+                 int objects, int python, const char *why, int verbose)
 {
     if (fd < 0)
         return;
     struct pspawn_mover_report r = { PSPAWN_REPORT_MAGIC, forked, zygote, verbose,
-                                     zygote_start_ms, { 0 }, { 0 } };
+                                     zygote_start_ms, objects, python, { 0 }, { 0 } };
     snprintf(r.token, sizeof r.token, "%s", token ? token : "");
     snprintf(r.why, sizeof r.why, "%s", why ? why : "");
     if (send(fd, &r, sizeof r, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof r || !verbose)

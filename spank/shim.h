@@ -23,11 +23,12 @@ void shim_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int shim_move_task(int fd, pid_t task, const char *token, int wait_ms);
 
 /* Tell the step's mover on FD (-1: none) what became of our task:
- * FORKED by a zygote of kind ZYGOTE started at ZYGOTE_START_MS, or exec'd
- * for WHY.  VERBOSE: wait (a second at most) for the answer, and print the
+ * FORKED by a zygote of kind ZYGOTE started at ZYGOTE_START_MS that
+ * loaded OBJECTS objects (0: unknown) and is a warm Python or not
+ * (PYTHON), or exec'd for WHY.  VERBOSE: wait (a second at most) for the answer, and print the
  * node's line on stderr when it comes with it (we were the last). */
 void shim_report(int fd, const char *token, int forked, int zygote, long long zygote_start_ms,
-                 const char *why, int verbose);
+                 int objects, int python, const char *why, int verbose);
 
 /* Start the job's zygote that C names, holding the lock name whose fd
  * LOCK_FD (text) says, with the idle limit IDLE_MS (text, ms); returns

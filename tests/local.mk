@@ -410,6 +410,13 @@ EXTRA_DIST += tests/integration/oldkernel.sh
 TESTS += tests/integration/keeper.sh
 EXTRA_DIST += tests/integration/keeper.sh
 
+# The table of the programs worth a zygote (wire/worth.c: default=auto,
+# the ODLS component's auto), in a directory of the test's own.
+check_PROGRAMS += tests/unit/worth
+TESTS += tests/unit/worth
+tests_unit_worth_SOURCES = tests/unit/worth.c
+tests_unit_worth_LDADD = libpspawn/libpspawn-wire.la
+
 # The node's line that every front door prints (wire/tally.c).
 check_PROGRAMS += tests/unit/tally
 TESTS += tests/unit/tally

@@ -292,7 +292,7 @@ static int give_up_ctty(const char *path, char **argv)
  * group or, NEW_SESSION, a session of its own), check the zygote's hello,
  * and wait for its pid (*SETUP: its setup pipe); exec where any fails. */
 static pid_t request_task(int sock, const char *path, char **argv, const char *scope,
-                          const struct pspawn_standin_client *client, int new_session,
+                          struct pspawn_standin_client *client, int new_session,
                           int wait_ms, struct pspawn_hold *hold, int *setup)
 {
     /* The task joins our process group, as it would be after exec (the

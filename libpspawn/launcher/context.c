@@ -219,6 +219,12 @@ pid_t pspawn_context_zygote_pid(const pspawn_context_t *ctx)
     return root && root->state == SERVER_READY ? root->pid : -1;
 }
 
+int pspawn_context_objects(const pspawn_context_t *ctx)
+{
+    const struct zygote_server *root = root_of(ctx);
+    return root && root->state == SERVER_READY ? ctx->impl->objects : 0;
+}
+
 size_t pspawn_context_zygotes(const pspawn_context_t *ctx, pspawn_zygote_info_t *info, size_t n)
 {
     if (!root_of(ctx))

@@ -145,6 +145,7 @@ struct pspawn_zygote {
     int python;             /* the root parked inside a Python interpreter */
     int pip;                /* the root makes PiP tasks (mode=pip, not refused) */
     int pip_refusal;        /* mode=pip refused: enum pip_refusal */
+    int objects;            /* the root's link map when it parked (zygote_ready) */
     struct python_start {   /* how it was started (pspawn_python_start) */
         char **argv;        /* argv[0] and the interpreter options */
         char *first_var;    /* PSPAWN_ENV_PYTHON=what the first task runs */
@@ -311,6 +312,9 @@ struct pspawn_standin_client {
     /* out: the zygote was not there at once (this call started it, or
      * waited for another's start): the call's time is not a task's. */
     int not_at_once;
+    /* out: what the zygote's hello said of it: the objects in its link
+     * map (HELLO_OBJECTS; 0: not said), and whether it is a warm Python. */
+    int zygote_objects, zygote_python;
     long idle_ms;               /* a job's or launcher's zygote: its idle time limit */
 };
 /* A connection to the step's zygote, which this call starts if no other
@@ -339,7 +343,7 @@ pid_t pspawn_keeper_start(struct pspawn_standin_client *c, const char *name, int
 /* The hello of the zygote behind FD (C->detach: pspawn_standin_connect
  * did not read it): 0 if its loader's variables (and a warm
  * interpreter's start-up ones) are ours, else -1 with WHY. */
-int pspawn_standin_hello(const struct pspawn_standin_client *c, int fd, char *why, size_t len);
+int pspawn_standin_hello(struct pspawn_standin_client *c, int fd, char *why, size_t len);
 /* How long a stand-in waits for its zygote: 3 x PSPAWN_TIMEOUT (30 s by
  * default), in ms. */
 int pspawn_standin_wait_ms(void);

@@ -101,7 +101,7 @@ static int connect_busy(const struct pspawn_standin_client *c, const char *name,
 /* The loader's variables (and a warm interpreter's start-up ones) of the
  * zygote behind FD, from its hello, against ours: NULL when they agree,
  * else what differs, in WHY.  The hello comes within MS. */
-static const char *zygote_env_differs(const struct pspawn_standin_client *c, int fd, int ms,
+static const char *zygote_env_differs(struct pspawn_standin_client *c, int fd, int ms,
                                       char *why, size_t len)
 {
     char *buf = malloc(sizeof(struct standin_reply) + HELLO_MAX + 1);
@@ -124,6 +124,8 @@ static const char *zygote_env_differs(const struct pspawn_standin_client *c, int
         free(buf);
         return "the zygote's hello is not one";
     }
+    c->zygote_objects = HELLO_OBJECTS_OF(h.status);
+    c->zygote_python = ((uint32_t)h.status & HELLO_PYTHON) != 0;
     if ((uint32_t)h.status & HELLO_NO_ENV) {
         say(c, "the zygote's environment is too big to send: loader variables not compared");
         free(buf);
@@ -212,7 +214,7 @@ static int cgroups_differ(pid_t zpid)
     return differ;
 }
 
-int pspawn_standin_hello(const struct pspawn_standin_client *c, int fd, char *why, size_t len)
+int pspawn_standin_hello(struct pspawn_standin_client *c, int fd, char *why, size_t len)
 {
     const char *differs = zygote_env_differs(c, fd, pspawn_standin_wait_ms(), why, len);
     if (differs && differs != why)
@@ -225,7 +227,7 @@ int pspawn_standin_hello(const struct pspawn_standin_client *c, int fd, char *wh
  * hello is read after the request (C->detach: its name already covers
  * the loader's variables, so a mismatch is all but impossible, and the
  * request need not wait a round trip of the zygote's). */
-static int use_zygote(const struct pspawn_standin_client *c, int fd)
+static int use_zygote(struct pspawn_standin_client *c, int fd)
 {
     char why[256];
     const char *differs = fd < 0 || c->detach ? NULL

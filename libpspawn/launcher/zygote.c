@@ -520,8 +520,10 @@ static void root_parked(struct pspawn_zygote *z, pid_t pid, const struct zygote_
     z->python = (ready->flags & READY_PYTHON) != 0;
     z->pip = (ready->flags & READY_PIP) != 0;
     z->pip_refusal = (int)READY_PIP_REFUSAL(ready->flags);
-    pspawn_debug(z, "zygote %d parked%s%s", (int)pid, z->python ? " inside Python" : "",
-                 z->pip ? ": its tasks are PiP tasks" : "");
+    z->objects = ready->objects > 0 ? ready->objects : 0;
+    pspawn_debug(z, "zygote %d parked%s%s, %d objects loaded", (int)pid,
+                 z->python ? " inside Python" : "", z->pip ? ": its tasks are PiP tasks" : "",
+                 z->objects);
     if (z->opts.pip && !z->pip)
         pspawn_debug(z, "mode=pip refused: %s: its tasks are forked",
                      pspawn_pip_refusal_text((unsigned)z->pip_refusal));

@@ -170,6 +170,7 @@ struct zygote_ready {
     int32_t detail;
     int32_t pid;
     uint32_t flags;             /* READY_* */
+    int32_t objects;            /* its link map's objects, its proxy left out */
 };
 
 /* Why a request was refused as a whole; its tasks are then exec'd. */
@@ -325,6 +326,12 @@ enum standin_reply_kind {
 #define HELLO_PYTHON 1u     /* a warm Python interpreter */
 #define HELLO_NO_ENV 2u     /* the environment was too big to send: not compared */
 #define HELLO_PIP 4u        /* its tasks are Process-in-Process */
+/* The objects in its link map when it parked, its own proxy left out:
+ * the program, each shared library, the loader and the vDSO (up to
+ * 32767; zygote_objects()), in the status's upper half: what
+ * `default=auto` learns a program's start to cost (wire/worth.h). */
+#define HELLO_OBJECTS(n) ((uint32_t)((n) > 0x7fff ? 0x7fff : (n)) << 16)
+#define HELLO_OBJECTS_OF(status) ((int)(((uint32_t)(status) >> 16) & 0x7fffu))
 #define HELLO_MAX (128 * 1024)
 
 struct standin_reply {

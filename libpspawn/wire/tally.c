@@ -15,6 +15,13 @@ void pspawn_tally_init(struct pspawn_tally *t, unsigned tasks)
     t->tasks = tasks;
 }
 
+void pspawn_tally_zygote_program(struct pspawn_tally *t, int objects, int python)
+{
+    if (objects > t->objects)
+        t->objects = objects;
+    t->python |= python != 0;
+}
+
 void pspawn_tally_forked(struct pspawn_tally *t, int kind, long long start_ms)
 {
     t->forked++;

@@ -39,6 +39,11 @@ struct pspawn_tally {
     char why[2][PSPAWN_TALLY_WHY];  /* the first two distinct reasons */
     unsigned why_count[2];
     unsigned why_other;             /* exec'd for yet other reasons */
+    /* Not in the line: what the zygotes said of the program they hold
+     * (the most objects loaded; 0: none said; a warm Python), which
+     * `default=auto` learns from (wire/worth.h). */
+    int objects;
+    int python;
 };
 
 /* A launch of TASKS tasks, none said yet. */
@@ -46,6 +51,9 @@ void pspawn_tally_init(struct pspawn_tally *t, unsigned tasks);
 /* One task forked by a zygote of KIND that started at START_MS (0:
  * unknown). */
 void pspawn_tally_forked(struct pspawn_tally *t, int kind, long long start_ms);
+/* A task's zygote said it loaded OBJECTS objects (0: not said) and is a
+ * warm Python (PYTHON) or not. */
+void pspawn_tally_zygote_program(struct pspawn_tally *t, int objects, int python);
 /* COUNT tasks exec'd for the reason WHY (NULL: none given).  The reason
  * may come from a user's process: it is kept to printable ASCII, quotes
  * and backslashes made '?', so the line stays one line that parses. */

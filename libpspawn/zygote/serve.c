@@ -303,9 +303,10 @@ struct task_start zygote_serve(void)
 
 char *zygote_hello(size_t *len)
 {
+    int objects = zygote_objects();
     struct standin_reply h = { PSPAWN_MAGIC, STANDIN_HELLO, (int32_t)getpid(),
-                               (parked.python_warm ? HELLO_PYTHON : 0) |
-                               (parked.pip ? HELLO_PIP : 0) };
+                               (int32_t)((parked.python_warm ? HELLO_PYTHON : 0) |
+                                         (parked.pip ? HELLO_PIP : 0) | HELLO_OBJECTS(objects)) };
     size_t at = sizeof h;
     char *hello = malloc(HELLO_MAX);
     if (!hello)

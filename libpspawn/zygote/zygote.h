@@ -142,6 +142,10 @@ struct task_start {
 /* park.c */
 /* 0, or -1 when it could not be sent (whoever started us is gone). */
 int zygote_send_ready(int sock, int status, int detail);
+/* The objects in our link map (the program, its libraries, the loader,
+ * the vDSO, what a preload loaded), the proxy left out: what a launcher
+ * learns the program's start to cost (protocol.h, HELLO_OBJECTS). */
+int zygote_objects(void);
 /* Check that the zygote may park here, record the state it parked in, and
  * serve: returns only in a new task, with its main()'s arguments. */
 struct task_start zygote_park(void);

@@ -77,6 +77,23 @@ SlurmdParameters=config_overrides
 NodeName=$node CPUs=4 Boards=1 SocketsPerBoard=1 CoresPerSocket=4 ThreadsPerCore=1 State=UNKNOWN
 PartitionName=p Nodes=$node Default=YES MaxTime=INFINITE State=UP
 EOF
+# srun --container: an OCI runtime, runc (Docker's, or Debian's package)
+# or crun, as root with its state in the scratch directory.  oci.conf
+# sits beside slurm.conf and is read when slurmd starts; steps without
+# --container never use it.
+runtime=
+for r in runc crun; do
+    command -v $r >/dev/null && { runtime=$(command -v $r); break; }
+done
+if [ -n "$runtime" ]; then
+    kill_all=--all; [ "${runtime##*/}" = crun ] && kill_all=-a
+    cat >"$tmp/oci.conf" <<EOF
+RunTimeQuery="$runtime --root $tmp/oci state %n.%u.%j.%s.%t"
+RunTimeKill="$runtime --root $tmp/oci kill $kill_all %n.%u.%j.%s.%t"
+RunTimeDelete="$runtime --root $tmp/oci delete --force %n.%u.%j.%s.%t"
+RunTimeRun="$runtime --root $tmp/oci run --bundle %b %n.%u.%j.%s.%t"
+EOF
+fi
 export SLURM_CONF=$tmp/slurm.conf
 /usr/sbin/slurmctld -i -f "$SLURM_CONF" || { echo "Bail out! slurmctld did not start"; exit 1; }
 for _ in $(seq 50); do [ -s "$tmp/slurmctld.pid" ] && break; sleep 0.1; done
@@ -313,5 +330,99 @@ logged "tasks=2 forked=2 exec=0 "
     grep -qE 'pspawn: node=.* tasks=2 forked=2 exec=0 ' "$tmp/slurmd.log"
 ok $? "Slurm 22.05: slurmd logs one line per step that asked for pspawn (3 since), none for a plain step; no line on stderr without verbose" ||
     { grep 'pspawn: node=' "$tmp/slurmd.log" | tail -n 4 | sed 's/^/# /'; diag_file "$tmp/quiet" 4; }
+
+# default=auto (the site's default, no --pspawn) learns per program: its
+# first step goes through pspawn, and the step's end teaches root's table
+# how many objects its zygote held; its next step is exec'd when that is
+# fewer than auto_objects= (the line says why), forked when not; an
+# explicit --pspawn always forks.  ./probe-auto: a copy no step has run,
+# named relative to the working directory (srun's PWD).
+cp probe probe-auto
+echo "optional $plugin shim=$shim default=auto" >"$tmp/plugstack.conf"
+lines_before=$(grep -c 'pspawn: node=' "$tmp/slurmd.log")
+watched "$tmp/auto.1" "srun $binding -n2 ./probe-auto"
+rc1=$?
+# (the step's end, which teaches the table, may come after srun returns)
+for _ in $(seq 20); do
+    [ "$(grep -c 'pspawn: node=' "$tmp/slurmd.log")" -gt "$lines_before" ] && break
+    sleep 0.5
+done
+watched "$tmp/auto.2" "srun $binding --pspawn=auto,verbose -n2 ./probe-auto"
+rc2=$?
+[ $rc1 = 0 ] && [ "$(grep -c 'proxy_mapped=1' "$tmp/auto.1")" = 2 ] &&
+    [ $rc2 = 0 ] && [ "$(grep -c 'proxy_mapped=0' "$tmp/auto.2")" = 2 ] &&
+    grep -qE "^pspawn: node=[^ ]+ step=[0-9.]+ tasks=2 forked=0 exec=2 unknown=0 zygote=none zygote_start=- why=\"auto: probe-auto loaded [0-9]+ objects in its last zygote, fewer than auto_objects=200 \(2\)\"\$" "$tmp/auto.2"
+ok $? "Slurm 22.05: default=auto: a new program's first step forked, its second exec'd with the reason on the user's stderr (rc $rc1, $rc2)" ||
+    { diag_file "$tmp/auto.1" 4; diag_file "$tmp/auto.2" 4; grep pspawn "$tmp/slurmd.log" | tail -n 4 | sed 's/^/# /'; }
+watched "$tmp/auto.on" "srun $binding --pspawn -n2 ./probe-auto"
+rc=$?
+echo "optional $plugin shim=$shim default=auto auto_objects=2" >"$tmp/plugstack.conf"
+watched "$tmp/auto.low" "srun $binding -n2 ./probe-auto"
+rc_low=$?
+[ $rc = 0 ] && [ "$(grep -c 'proxy_mapped=1' "$tmp/auto.on")" = 2 ] &&
+    [ $rc_low = 0 ] && [ "$(grep -c 'proxy_mapped=1' "$tmp/auto.low")" = 2 ]
+ok $? "Slurm 22.05: the same program: forked with an explicit --pspawn, and under auto_objects=2 (rc $rc, $rc_low)" ||
+    { diag_file "$tmp/auto.on" 4; diag_file "$tmp/auto.low" 4; }
+cp task task-auto
+echo "optional $plugin shim=$shim default=auto" >"$tmp/plugstack.conf"
+watched "$tmp/auto.one" "srun $binding -n1 ./task-auto print x"
+rc=$?
+[ $rc = 0 ] && grep -q '^task version=1 .* args=x$' "$tmp/auto.one" && logged "why=\"auto: one task on this node (1)\""
+ok $? "Slurm 22.05: default=auto, one task on the node: exec'd, and slurmd's log says why (rc $rc)" ||
+    { diag_file "$tmp/auto.one" 4; grep pspawn "$tmp/slurmd.log" | tail -n 2 | sed 's/^/# /'; }
+echo "optional $plugin shim=$shim" >"$tmp/plugstack.conf"
+
+# srun --container=BUNDLE: slurmstepd writes each task's argv into the
+# config.json of a bundle of the task's own and the runtime runs it in a
+# container, where the shim (in the build tree here, under /usr/lib on a
+# node) is not: the plugin execs the step, says why, and its task runs,
+# in the container.  The bundle's root: sh, cat and ./task with their
+# libraries, nothing else.  One task: Slurm 22.05 refuses more in a
+# container step on a node ("Task count specification invalid").
+ctr_check() {
+    [ -n "$runtime" ] || return 2
+    rootfs=$tmp/bundle/rootfs
+    mkdir -p "$rootfs/proc" "$rootfs/dev" "$rootfs/tmp" "$rootfs/var/run/slurm" "$rootfs/$tmp/work"
+    for b in /bin/sh /bin/cat "$tmp/work/task"; do
+        cp --parents -L "$b" "$rootfs/" || return 1
+        for l in $(ldd "$b" | grep -o '/[^ ]*'); do cp --parents -L "$l" "$rootfs/" || return 1; done
+    done
+    (cd "$tmp/bundle" && "$runtime" spec >/dev/null 2>&1) || return 1
+    python3 - "$tmp/bundle/config.json" <<'EOF' || return 1
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["root"] = {"path": "rootfs", "readonly": True}
+c["process"]["terminal"] = False
+# the host's network (Slurm's own advice); no sysfs or cgroup mounts: a
+# cgroup v1 host (runc) has no private ones to give
+c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["type"] != "network"]
+c["linux"].pop("resources", None)
+c["mounts"] = [m for m in c["mounts"] if m["destination"] not in ("/sys", "/sys/fs/cgroup")]
+json.dump(c, open(sys.argv[1], "w"), indent=1)
+EOF
+    "$runtime" --root "$tmp/oci" run --bundle "$tmp/bundle" probe-runtime >"$tmp/ctr.runtime" 2>&1 || return 2
+}
+mkdir -p "$tmp/bundle"
+ctr_check
+ctr=$?
+if [ $ctr = 2 ]; then
+    skip "no OCI runtime that runs here (runc, crun: $(head -c 200 "$tmp/ctr.runtime" 2>/dev/null))" \
+        "Slurm 22.05: srun --container --pspawn"
+else
+    lines_before=$(grep -c 'pspawn: node=' "$tmp/slurmd.log")
+    watched "$tmp/ctr.plain" "srun $binding --container=$tmp/bundle -n1 $tmp/work/task print x"
+    rc_plain=$?
+    watched "$tmp/ctr.pspawn" "srun $binding --container=$tmp/bundle --pspawn=on,verbose -n1 $tmp/work/task print x"
+    rc=$?
+    watched "$tmp/ctr.inside" "srun $binding --container=$tmp/bundle --pspawn -n1 sh -c 'test -e $shim && echo shim-seen || echo shim-absent'"
+    rc_in=$?
+    [ $ctr = 0 ] && [ $rc_plain = 0 ] && [ $rc = 0 ] && [ $rc_in = 0 ] &&
+        [ "$(grep -c '^task version=1 .* args=x$' "$tmp/ctr.plain")" = 1 ] &&
+        [ "$(grep -c '^task version=1 .* args=x$' "$tmp/ctr.pspawn")" = 1 ] &&
+        grep -q '^shim-absent$' "$tmp/ctr.inside" &&
+        grep -qE '^pspawn: node=[^ ]+ step=[0-9.]+ tasks=1 forked=0 exec=1 unknown=0 zygote=none zygote_start=- why="--container: each task runs in an OCI container of its own \(1\)"$' "$tmp/ctr.pspawn"
+    ok $? "Slurm 22.05: srun --container --pspawn ($(basename "$runtime")): the task runs in its container (where the shim is not), exec'd, and the line says why (rc $rc_plain, $rc, $rc_in)" ||
+        { diag_file "$tmp/ctr.plain" 4; diag_file "$tmp/ctr.pspawn" 4; diag_file "$tmp/ctr.inside" 3; grep -iE 'container|oci|pspawn' "$tmp/slurmd.log" | tail -n 6 | sed 's/^/# /'; }
+fi
 
 tap_done

@@ -117,6 +117,33 @@ rc=${PIPESTATUS[0]}
 ok $? "odls_pspawn_verbose 1: one line per node, 4 ranks forked by a new zygote on each (rc $rc)" ||
     diag_file "$tmp/verbose" 12
 
+# odls_pspawn_priority above the default's (a site's default) and no odls
+# named: the auto rule.  A program no job has run goes through a zygote
+# once, which teaches alice's table (~/.cache/pspawn/worth) its objects:
+# a copy of /bin/true (4 objects) is exec'd from its second job on, and
+# says why (fewer than the 100 measured for a zygote of the job's own);
+# --mca odls pspawn is obeyed all the same; and a copy of mpix (Open MPI
+# and its libraries: 26 objects) stays forked where the site lowered
+# odls_pspawn_auto_objects to 10.
+ax "rm -f autotrue automp && cp /bin/true autotrue && cp mpix automp"
+autorun() {
+    ax "mpirun --host c1:4,c2:4 --prtemca odls_pspawn_priority 50 $2 --prtemca odls_pspawn_verbose 1 -n 8 --bind-to none $3" 2>&1 |
+        tr -d '\000' >"$tmp/auto.$1"
+    return "${PIPESTATUS[0]}"
+}
+lines() { grep -cE "^pspawn: node=c[12] job=[^ ]+ tasks=4 $2" "$tmp/auto.$1"; }
+autorun true1 "" ./autotrue; r1=$?
+autorun true2 "" ./autotrue; r2=$?
+autorun true3 "--mca odls pspawn" ./autotrue; r3=$?
+autorun mp1 "--prtemca odls_pspawn_auto_objects 10" "./automp hello"; r4=$?
+autorun mp2 "--prtemca odls_pspawn_auto_objects 10" "./automp hello"; r5=$?
+[ "$r1$r2$r3$r4$r5" = 00000 ] && [ "$(lines true1 'forked=4 exec=0 ')" = 2 ] &&
+    [ "$(lines true2 'forked=0 exec=4 .* why="auto: autotrue loaded [0-9]+ objects in its last zygote, fewer than auto_objects=100 \(4\)"$')" = 2 ] &&
+    [ "$(lines true3 'forked=4 exec=0 ')" = 2 ] &&
+    [ "$(lines mp1 'forked=4 exec=0 ')" = 2 ] && [ "$(lines mp2 'forked=4 exec=0 ')" = 2 ]
+ok $? "pspawn as the site's default (priority 50): a small program's second job exec'd and says why, forked when named (odls pspawn); an MPI program of 26 objects stays forked under odls_pspawn_auto_objects 10 ($r1$r2$r3$r4$r5)" ||
+    { for f in true1 true2 true3 mp1 mp2; do diag_file "$tmp/auto.$f" 3; done; }
+
 # The zygote lost: killed at once (before it parks: the component forks
 # and execs every rank as the default does) or 3 ms after its constructors
 # ran (while the ranks are being forked: those not forked yet are exec'd).

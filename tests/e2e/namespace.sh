@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# namespace/linux (Slurm >= 25.11): the tasks a zygote forks are in the
-# job's namespaces and in their step's cgroups, as plain tasks are.
-# tests/e2e/run runs it on a cluster started with
-# PSPAWN_NAMESPACE=namespace/linux (the sid flavour); elsewhere it says so
-# and skips.
+# namespace/linux (Slurm >= 25.11) and its predecessor job_container/tmpfs:
+# the tasks a zygote forks are in the job's namespaces (namespace/linux:
+# mount and PID; job_container/tmpfs: mount, with a private /tmp) and in
+# their step's cgroups, as plain tasks are.  tests/e2e/run runs it on a
+# cluster started with PSPAWN_NAMESPACE=namespace/linux (the sid flavour)
+# or PSPAWN_JOBCONTAINER=job_container/tmpfs (trixie's Slurm 24.11);
+# elsewhere it says so and skips.
 . "$(dirname "$0")/lib.sh"
 
-if ! ax "scontrol show config" | grep -q '^NamespaceType *= *namespace/linux'; then
-    skip "NamespaceType is not namespace/linux (Slurm < 25.11, or the cluster was not started with PSPAWN_NAMESPACE=namespace/linux)" \
+config=$(ax "scontrol show config")
+if echo "$config" | grep -q '^NamespaceType *= *namespace/linux'; then
+    private_pid=1
+elif echo "$config" | grep -q '^JobContainerType *= *job_container/tmpfs'; then
+    private_pid=0
+else
+    skip "neither NamespaceType=namespace/linux nor JobContainerType=job_container/tmpfs (the cluster was not started with PSPAWN_NAMESPACE or PSPAWN_JOBCONTAINER)" \
         "tasks in the job's namespaces"
     tap_done
 fi
@@ -34,7 +41,9 @@ docker exec -i -u alice "$CTL" tee "$E2E/ns-report.sh" <"$tmp/report.sh" >/dev/n
 for try in 1 2 3 4 5 6 7 8; do
     ax "salloc -N1 -n4 -w c1 bash -c 'srun -n1 bash -c \"echo \\\$SLURM_JOB_ID > /tmp/pspawn-ns-mark\";
         srun -n4 bash ns-report.sh; srun --pspawn -n4 bash ns-report.sh'" >"$tmp/out" 2>&1
-    grep -q 'has been revoked' "$tmp/out" || break
+    # (Slurm 24.11 with job_container/tmpfs says "revoked" as every job
+    # ends, after its steps: only a job that ran none is submitted again.)
+    grep -q '^ns task=' "$tmp/out" || ! grep -q 'has been revoked' "$tmp/out" && break
     diag "try $try: Slurm revoked the job's allocation before any step ran (its namespace setup): submitted again"
 done
 job_tmp=$(grep -m1 -o 'tmp=[^ ]*' "$tmp/out" | cut -d= -f2)
@@ -50,10 +59,12 @@ ok $? "the --pspawn step's 4 tasks are forks of a zygote ($n), the plain step's 
 
 field() { grep -o " $1=[^ ]*" "$2" | sort -u; }
 host_pidns=$(on c1 "readlink /proc/1/ns/pid")
+# (job_container/tmpfs gives a job no PID namespace: both steps' are the
+# node's)
+is_nodes=0; [ "$(field pidns "$tmp/plain")" = " pidns=$host_pidns" ] && is_nodes=1
 [ "$(field pidns "$tmp/pspawn")" = "$(field pidns "$tmp/plain")" ] &&
-    [ "$(field pidns "$tmp/plain" | wc -l)" = 1 ] &&
-    [ "$(field pidns "$tmp/plain")" != " pidns=$host_pidns" ]
-ok $? "one PID namespace for both steps' tasks, the job's, not the node's ($(field pidns "$tmp/pspawn" | tr -d '\n') / node $host_pidns)"
+    [ "$(field pidns "$tmp/plain" | wc -l)" = 1 ] && [ $is_nodes != $private_pid ]
+ok $? "one PID namespace for both steps' tasks, $([ $private_pid = 1 ] && echo "the job's, not the node's" || echo "the node's, as plain tasks'") ($(field pidns "$tmp/pspawn" | tr -d '\n') / node $host_pidns)"
 
 host_mntns=$(on c1 "readlink /proc/1/ns/mnt")
 [ "$(field mntns "$tmp/pspawn")" = "$(field mntns "$tmp/plain")" ] &&

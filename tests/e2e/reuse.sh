@@ -172,7 +172,35 @@ EOF
 [ "$(grep -c '^lim 777 777$' "$tmp/limits")" = 2 ]
 ok $? "the job's zygote has the step's soft limits, as its tasks (open files: 777)" || diag_file "$tmp/limits"
 
-# 12: scancel of a job whose step runs: nothing left.
+# 12: --pspawn=auto,reuse=job (as a site's default=auto with reuse=job):
+# the first step of a program no step has run goes through the job's
+# zygote; its end teaches each node's table what that zygote held, so a
+# program of few objects (a fresh copy of bash) is exec'd from its second
+# step on (the task's parent is slurmstepd, root's), while a Python
+# script's steps stay on the job's warm zygote.
+ax "rm -f $E2E/bash-auto && cp /bin/bash $E2E/bash-auto && cat >$E2E/view.py" <<'EOF'
+import os, socket
+p = os.getppid()
+print(socket.gethostname(), "step", os.environ["SLURM_STEP_ID"], "task", os.environ["SLURM_PROCID"],
+      "parent", p, "uid", os.stat("/proc/%d" % p).st_uid,
+      "extern", int("step_extern" in open("/proc/%d/cgroup" % p).read()))
+EOF
+A="--pspawn=auto,reuse=job,fanout=none"
+job auto "-N2 -n4 --ntasks-per-node=2" <<EOF
+srun $A -l $E2E/bash-auto $E2E/view.sh; echo rc0=\$?
+sleep 2
+srun $A -l $E2E/bash-auto $E2E/view.sh; echo rc1=\$?
+srun $A -l python3 $E2E/view.py; echo rc2=\$?
+srun $A -l python3 $E2E/view.py; echo rc3=\$?
+EOF
+alice=$(ax "id -u")
+forked() { [ "$(awk -v s="$1" -v u="$alice" '$2 == "step" && $3 == s && $9 == u && $11 == 1' "$tmp/auto" | wc -l)" = 4 ]; }
+exec_d() { [ "$(awk -v s="$1" '$2 == "step" && $3 == s && $9 == 0 && $11 == 0' "$tmp/auto" | wc -l)" = 4 ]; }
+forked 0 && exec_d 1 && forked 2 && forked 3 && [ "$(grep -c '^rc[0-3]=0$' "$tmp/auto")" = 4 ]
+ok $? "auto with reuse=job: a new program's first step forked, its second exec'd (few objects); a Python script's steps forked" ||
+    diag_file "$tmp/auto" 20
+
+# 13: scancel of a job whose step runs: nothing left.
 ax "sbatch -N2 -n2 --ntasks-per-node=1 --wrap 'srun $R sleep 600'" >"$tmp/sbatch" 2>&1
 sjid=$(grep -o '[0-9]*$' "$tmp/sbatch")
 for i in $(seq 30); do

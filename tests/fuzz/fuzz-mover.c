@@ -57,7 +57,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (rc == 0) {
         FUZZ_CHECK((r.forked == 0 || r.forked == 1) && (r.verbose == 0 || r.verbose == 1) &&
                    (!r.forked || r.zygote == PSPAWN_ZYGOTE_NEW || r.zygote == PSPAWN_ZYGOTE_JOB) &&
-                   r.zygote_start_ms >= 0 && memchr(r.why, 0, sizeof r.why),
+                   r.zygote_start_ms >= 0 && memchr(r.why, 0, sizeof r.why) &&
+                   r.objects >= 0 && r.objects <= 0x7fff && (r.python == 0 || r.python == 1),
                    "a report taken with values out of range");
         struct pspawn_tally t;
         char line[640];

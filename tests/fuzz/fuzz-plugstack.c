@@ -23,7 +23,7 @@
 static int is_plugin_key(const char *w)
 {
     static const char *const keys[] = { "default=", "signals=", "debug=", "shim=", "force=",
-                                        "allow=" };
+                                        "allow=", "auto_objects=" };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         if (!strncmp(w, keys[i], strlen(keys[i])))
             return 1;

@@ -34,6 +34,35 @@ static int count_lines(const char *file, const char *line)
     return n;
 }
 
+/* The objects zygote PID has loaded, counted from outside: the ELF files
+ * among its mappings and its vDSO, its proxy (libpspawn-proxy) left out. */
+static int objects_mapped(pid_t pid)
+{
+    char maps[64], line[PATH_MAX + 128], seen[64][PATH_MAX];
+    int n = 0, vdso = 0;
+    snprintf(maps, sizeof maps, "/proc/%d/maps", (int)pid);
+    FILE *f = fopen(maps, "re");
+    while (f && fgets(line, sizeof line, f)) {
+        char *path = strchr(line, '/');
+        vdso |= strstr(line, "[vdso]") != NULL;
+        if (!path || strstr(path, "libpspawn-proxy"))
+            continue;
+        path[strcspn(path, "\n")] = '\0';
+        int known = 0;
+        for (int i = 0; i < n && !known; i++)
+            known = strcmp(seen[i], path) == 0;
+        char magic[4] = "";
+        int fd = known || n == 64 ? -1 : open(path, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0 && read(fd, magic, 4) == 4 && memcmp(magic, "\177ELF", 4) == 0)
+            snprintf(seen[n++], PATH_MAX, "%s", path);
+        if (fd >= 0)
+            close(fd);
+    }
+    if (f)
+        fclose(f);
+    return n + vdso;
+}
+
 /* Version 1 as lib in tmp's lib directory, version 2 beside it as newlib
  * (to be renamed over it), and the environment the zygote is made in. */
 static void stage_libraries(int variant, char *lib, char *newlib)
@@ -153,6 +182,10 @@ static void replaced_library(int variant)
            serving == (variant == 2 ? 2 : 1),
            "%s: a first batch through %zu zygote(s) runs version 1 (%d ran)", label, serving, ran);
     pid_t first = pspawn_context_zygote_pid(&ctx);
+    int objects = pspawn_context_objects(&ctx), mapped = objects_mapped(first);
+    tap_ok(objects >= 5 && objects == mapped,
+           "%s: the zygote says it loaded %d objects, as its mappings show (%d)", label, objects,
+           mapped);
     if (rename(newlib, lib) != 0)
         tap_bail("rename: %s", strerror(errno));
     ran = run(&ctx, 4, argv, out, NULL);

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "pspawn_cgroup.h"
+#include "worth.h"
 #include "spank-mover.h"
 #include "unixsock.h"
 
@@ -193,10 +194,12 @@ static void case_mover_flood(struct spank_handle *sp, uid_t user, const char *to
 }
 
 /* The step's init and user_init, as root with the mover's user; 0 when set up. */
-static int start_mover_step(struct spank_handle *sp, uid_t user, uint32_t ntasks,
-                            const char *optarg)
+/* A step of PROGRAM (NULL: "app") with the plugstack.conf argument SITE
+ * (NULL: none) besides shim=. */
+static int start_step_of(struct spank_handle *sp, uid_t user, uint32_t ntasks, const char *optarg,
+                         const char *program, char *site)
 {
-    char *av[] = { "shim=" SHIM };
+    char *av[] = { "shim=" SHIM, site };
     host.context = S_CTX_REMOTE;
     host.uid = user;
     host.jobid = 43;
@@ -205,17 +208,24 @@ static int start_mover_step(struct spank_handle *sp, uid_t user, uint32_t ntasks
     host.fail_setenv = NULL;
     env_clear();
     host.argc = 1;
-    host.argv[0] = "app";
+    host.argv[0] = (char *)(program ? program : "app");
     host.argv[1] = NULL;
 #ifdef HAVE_SPANK_PREPEND_TASK_ARGV
     host.task_argc = 1;
-    host.task_argv[0] = "app";
+    host.task_argv[0] = host.argv[0];
     host.task_argv[1] = NULL;
 #endif
-    if (load() < 0 || p_init(sp, 1, av) != 0 || !host.option ||
-        host.option->cb(host.option->val, optarg, 1) != 0 || p_user_init(sp, 0, NULL) != 0)
+    if (load() < 0 || p_init(sp, site ? 2 : 1, av) != 0 || !host.option ||
+        host.option->cb(host.option->val, optarg, 1) != 0 || p_post_opt(sp, 0, NULL) != 0 ||
+        p_user_init(sp, 0, NULL) != 0)
         return -1;
     return 0;
+}
+
+static int start_mover_step(struct spank_handle *sp, uid_t user, uint32_t ntasks,
+                            const char *optarg)
+{
+    return start_step_of(sp, user, ntasks, optarg, NULL, NULL);
 }
 
 static void case_mover_refusals(struct spank_handle *sp, uid_t user, const char *token)
@@ -325,7 +335,7 @@ static void play_report(struct spank_handle *sp, int id, int bogus_first, int fo
     if (t == 0) {
         close(rp[0]);
         struct pspawn_mover_report r = { PSPAWN_REPORT_MAGIC, forked, forked ? PSPAWN_ZYGOTE_NEW : 0,
-                                         verbose, start_ms, { 0 }, { 0 } };
+                                         verbose, start_ms, forked ? 7 : 0, 0, { 0 }, { 0 } };
         int fd = mover_channel();
         if (bogus_first) {
             snprintf(r.token, sizeof r.token, "0123456789abcdef0123456789abcdef");
@@ -383,9 +393,74 @@ static void case_mover_tally(uid_t user)
     unload();
 }
 
+/* One step of PROGRAM with --pspawn=OPTARG (and the plugstack.conf
+ * argument SITE): whether user_init sent its tasks through the shim, its
+ * two tasks' shims reporting forked by zygotes that held 7 objects. */
+static int auto_step(uid_t user, const char *program, const char *optarg, char *site)
+{
+    struct spank_handle sp = { 0 };
+    char line[512];
+    next_task_id = 0;
+    host.log[0] = '\0';
+    if (start_step_of(&sp, user, 2, optarg, program, site) < 0)
+        return -1;
+    int through = strstr(host.log, "task(s) through") != NULL;
+    if (through) {
+        play_report(&sp, 0, 0, 1, 0, NULL, 0, 0, line, sizeof line);
+        play_report(&sp, 1, 0, 1, 0, NULL, 0, 0, line, sizeof line);
+    }
+    p_exit(&sp, 0, NULL);
+    env_clear();
+    unload();
+    return through;
+}
+
+/* default=auto learns what a program's zygotes held from its first
+ * step's shims, and execs its later steps when that is fewer objects
+ * than auto_objects=; an explicit --pspawn is obeyed all the same. */
+static void case_auto_learns(uid_t user)
+{
+    char program[] = "/tmp/spank-auto.XXXXXX";
+    int fd = mkstemp(program);
+    FILE *f = fopen("/bin/true", "rb");
+    char buf[65536];
+    size_t n;
+    while (fd >= 0 && f && (n = fread(buf, 1, sizeof buf, f)) > 0)
+        (void)!write(fd, buf, n);
+    if (f)
+        fclose(f);
+    if (fd >= 0)
+        close(fd);
+    chmod(program, 0755);
+    char debug[] = "debug=1", lower[] = "auto_objects=5";
+    shared_tap_ok(auto_step(user, program, "auto", debug) == 1,
+                  "auto, first step of a new program: through the shim (nothing known)");
+    struct pspawn_worth w;
+    char *argv[] = { program, NULL }, *env[] = { NULL };
+    pspawn_worth_recall(&w, PSPAWN_WORTH_DIR, user, NULL, 1, argv, env);
+    shared_tap_ok(w.known && w.objects == 7,
+                  "its end taught root's table the 7 objects its shims reported (%d)", w.objects);
+    int again = auto_step(user, program, "auto", debug);
+    char want[256];
+    snprintf(want, sizeof want, "plain exec (auto: %s loaded 7 objects in its last zygote, "
+             "fewer than auto_objects=%d)", strrchr(program, '/') + 1, PSPAWN_WORTH_STEP_ZYGOTE);
+    shared_tap_ok(again == 0 && strstr(host.log, want),
+                  "auto, its second step: exec'd, and the log says why (%s)", want);
+    shared_tap_ok(auto_step(user, program, "on", debug) == 1,
+                  "--pspawn (on), the same program: through the shim all the same");
+    shared_tap_ok(auto_step(user, program, "auto", lower) == 1,
+                  "auto with the site's auto_objects=5: through the shim");
+    char entry[PATH_MAX];
+    snprintf(entry, sizeof entry, PSPAWN_WORTH_DIR "/%u.%016llx", (unsigned)user,
+             (unsigned long long)w.id);
+    unlink(entry);
+    unlink(program);
+}
+
 void test_mover(void)
 {
     case_mover_tally(65534);
+    case_auto_learns(65534);
     const uid_t user = 65534;
     struct spank_handle sp = { 0 };
     next_task_id = 0;

@@ -435,6 +435,19 @@ static void case_steps_left_plain(void)
                  &(struct step){ .plugstack = "shim=" SHIM, .option_given = 1, .stepid = 1,
                                  .local_tasks = 4, .argv = ARGV("bash"),
                                  .env = "SLURM_PTY_PORT=41234" });
+    host.log[0] = '\0';
+    expect_plain("--pspawn, --container (SLURM_CONTAINER): the shim would run inside it",
+                 &(struct step){ .plugstack = "shim=" SHIM " debug=1", .option_given = 1,
+                                 .stepid = 1, .local_tasks = 4, .argv = ARGV("app"),
+                                 .env = "SLURM_CONTAINER=/home/alice/bundle" });
+    tap_ok(strstr(host.log, "plain exec (--container: each task runs in an OCI container of "
+                            "its own)") != NULL,
+           "--container: the log says why");
+    expect_shim("--pspawn, SLURM_CONTAINER empty: not a container step",
+                &(struct step){ .plugstack = "shim=" SHIM, .option_given = 1, .stepid = 1,
+                                .local_tasks = 4, .argv = ARGV("app"),
+                                .env = "SLURM_CONTAINER=" },
+                &t);
     expect_plain("--pspawn, --multi-prog",
                  &(struct step){ .plugstack = "shim=" SHIM, .option_given = 1, .stepid = 1,
                                  .local_tasks = 4,

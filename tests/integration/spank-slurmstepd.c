@@ -119,6 +119,17 @@ spank_err_t spank_get_item(spank_t sp, spank_item_t item, ...)
         else
             *va_arg(ap, pid_t *) = host.task_pid;
         break;
+    case S_JOB_ENV: {
+        /* The step's environment, as srun sent it: the variables set so far. */
+        static char *compact[MAX_ENV + 1];
+        int n = 0;
+        for (int i = 0; i < MAX_ENV; i++)
+            if (host.env[i])
+                compact[n++] = host.env[i];
+        compact[n] = NULL;
+        *va_arg(ap, char ***) = compact;
+        break;
+    }
     case S_JOB_ARGV: {
         int *argc = va_arg(ap, int *);
         char ***argv = va_arg(ap, char ***);
@@ -313,7 +324,8 @@ static int start_step(struct spank_handle *sp, const struct step *s, int ac, cha
     if (s->option_given && host.option->cb(host.option->val, s->optarg, 1) != 0)
         return -1;
     set_host_argv(s);
-    if (p_user_init(sp, 0, NULL) != 0)
+    /* As slurmstepd: the options' callbacks, init_post_opt, user_init. */
+    if (p_post_opt(sp, 0, NULL) != 0 || p_user_init(sp, 0, NULL) != 0)
         return -1;
     return 0;
 }

@@ -9,6 +9,7 @@
 
 #include "options.h"
 #include "pspawn_config.h"
+#include "worth.h"
 #include "../fixtures/tap.h"
 
 
@@ -233,6 +234,27 @@ static void case_site_and_reuse_options(void)
            "formatted and read back: \"%s\"", text);
 }
 
+/* auto_objects=N: default=auto's least number of objects. */
+static void case_auto_objects(void)
+{
+    struct pspawn_config cfg;
+    char err[256] = "";
+    pspawn_config_defaults(&cfg);
+    tap_ok(cfg.auto_objects == -1, "auto_objects= defaults to the measured values (-1: %d)",
+           cfg.auto_objects);
+    tap_ok(parse("default=auto auto_objects=50", &cfg, err, sizeof err) == 0 &&
+               cfg.auto_objects == 50 && cfg.options[0] == '\0',
+           "auto_objects=50: taken, and not passed to libpspawn (%s)", err);
+    tap_ok(parse("auto_objects=0", &cfg, err, sizeof err) == 0 && cfg.auto_objects == 0,
+           "auto_objects=0: every program is worth a zygote");
+    const char *bad[] = { "auto_objects=", "auto_objects=-1", "auto_objects=many",
+                          "auto_objects=40000", "auto_objects=12x" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        tap_ok(parse(bad[i], &cfg, err, sizeof err) == -1 && strstr(err, bad[i]) &&
+                   strstr(err, "from 0 to 32767"),
+               "%s refused, naming it: %s", bad[i], err);
+}
+
 /* Site policy: force=off, allow=KEY:KEY; what allow= refuses of a user's
  * --pspawn keys, and how it says so. */
 static void case_site_policy(void)
@@ -282,6 +304,7 @@ int main(void)
     case_pspawn_args_rejected();
     case_site_and_reuse_options();
     case_site_policy();
+    case_auto_objects();
     bad("fanout=sideways", "fanout=sideways");
     bad("fanout=l3,start=lazy", "fanout=l3,start=lazy");
 
