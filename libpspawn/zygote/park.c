@@ -56,29 +56,6 @@ static int env_int(const char *name, long *out)
     return 1;
 }
 
-/* dl_iterate_phdr: one more object, unless it is this proxy (the one
- * whose loaded segments hold this very function). */
-static int count_object(struct dl_phdr_info *info, size_t size, void *data)
-{
-    (void)size;
-    uintptr_t here = (uintptr_t)count_object;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        uintptr_t at = (uintptr_t)info->dlpi_addr + (uintptr_t)ph->p_vaddr;
-        if (ph->p_type == PT_LOAD && here >= at && here - at < ph->p_memsz)
-            return 0;
-    }
-    ++*(int *)data;
-    return 0;
-}
-
-int zygote_objects(void)
-{
-    int objects = 0;
-    dl_iterate_phdr(count_object, &objects);
-    return objects;
-}
-
 int zygote_send_ready(int sock, int status, int detail)
 {
     uint32_t flags = (parked.python_warm ? READY_PYTHON : 0) | (parked.pip ? READY_PIP : 0) |

@@ -11,6 +11,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <link.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
@@ -299,6 +300,29 @@ struct task_start zygote_serve(void)
         if (parked.pip)
             close(go_fd);
     }
+}
+
+/* dl_iterate_phdr: one more object, unless it is this proxy (the one
+ * whose loaded segments hold this very function). */
+static int count_object(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    uintptr_t here = (uintptr_t)count_object;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t at = (uintptr_t)info->dlpi_addr + (uintptr_t)ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && here >= at && here - at < ph->p_memsz)
+            return 0;
+    }
+    ++*(int *)data;
+    return 0;
+}
+
+int zygote_objects(void)
+{
+    int objects = 0;
+    dl_iterate_phdr(count_object, &objects);
+    return objects;
 }
 
 char *zygote_hello(size_t *len)

@@ -142,10 +142,6 @@ struct task_start {
 /* park.c */
 /* 0, or -1 when it could not be sent (whoever started us is gone). */
 int zygote_send_ready(int sock, int status, int detail);
-/* The objects in our link map (the program, its libraries, the loader,
- * the vDSO, what a preload loaded), the proxy left out: what a launcher
- * learns the program's start to cost (protocol.h, HELLO_OBJECTS). */
-int zygote_objects(void);
 /* Check that the zygote may park here, record the state it parked in, and
  * serve: returns only in a new task, with its main()'s arguments. */
 struct task_start zygote_park(void);
@@ -341,5 +337,10 @@ struct task_start zygote_serve_standin(void);
  * environment, "K=V\0" each, PSPAWN_ZYGOTE_* left out: the token among
  * them), malloc'd, its size in *LEN; NULL without memory. */
 char *zygote_hello(size_t *len);
+/* The objects in our link map (the program, its libraries, the loader,
+ * the vDSO, what a preload loaded), the proxy left out: what a launcher
+ * learns the program's start to cost (protocol.h, HELLO_OBJECTS; in the
+ * hello and in zygote_ready). */
+int zygote_objects(void);
 
 #endif
