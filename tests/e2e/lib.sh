@@ -68,8 +68,13 @@ both() {
     settled
     ax "srun ${3:---pspawn} $2" >"$tmp/$1.pspawn" 2>&1
     rc_pspawn=$?
-    sed -i -E '/^srun: job [0-9]+ (queued and waiting for resources|has been allocated resources)$/d' \
-        "$tmp/$1.plain" "$tmp/$1.pspawn"
+    drop_queue_words "$tmp/$1.plain" "$tmp/$1.pspawn"
+}
+
+# drop_queue_words FILE...: Slurm's words about its queue, which come when
+# the last job's nodes were still completing, left out of each FILE.
+drop_queue_words() {
+    sed -i -E '/^srun: job [0-9]+ (queued and waiting for resources|has been allocated resources)$/d' "$@"
 }
 
 # same NAME DESCRIPTION [FILTER]: the two outputs agree (through FILTER,

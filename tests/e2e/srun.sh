@@ -68,8 +68,14 @@ both segv "-N1 -n2 ./task raise 11"
 ok $? "a task killed by SIGSEGV: same srun exit code ($rc_plain, $rc_pspawn)"
 same segv "and the same message" "grep -oE 'task [0-9]+: (Segmentation fault|Killed|.*signal.*)' | sort"
 
+# (As both() does: each srun once the last job's nodes are no longer
+# completing, and Slurm's words about its queue left out, which come when
+# they still were: "srun: job 16 queued and waiting for resources".)
+settled
 printf 'line one\nline two\n' | ax "srun -N2 -n3 -l cat" >"$tmp/stdin.plain" 2>&1
+settled
 printf 'line one\nline two\n' | ax "srun --pspawn -N2 -n3 -l cat" >"$tmp/stdin.pspawn" 2>&1
+drop_queue_words "$tmp/stdin.plain" "$tmp/stdin.pspawn"
 same stdin "stdin reaches task 0 as with plain srun"
 
 both bind "-N2 -n4 --ntasks-per-node=2 --cpu-bind=cores grep Cpus_allowed_list /proc/self/status"
