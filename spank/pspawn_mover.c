@@ -284,6 +284,21 @@ static void serve(struct channel *ch)
     reply(ch->mover_end, err, moved);
 }
 
+/* The step ends: what its shims sent before is still taken (a task that
+ * ended at once reported just before; the stop may be seen first).  At
+ * most a few messages per task's pair: a shim cannot keep us here. */
+static void drain(void)
+{
+    for (uint32_t i = 0; i < mv.n; i++) {
+        for (int k = 0; k < 4 && mv.ch[i].mover_end >= 0; k++) {
+            struct pollfd q = { mv.ch[i].mover_end, POLLIN, 0 };
+            if (poll(&q, 1, 0) != 1)
+                break;
+            serve(&mv.ch[i]);
+        }
+    }
+}
+
 static void *mover_main(void *arg)
 {
     (void)arg;
@@ -301,8 +316,10 @@ static void *mover_main(void *arg)
                 continue;
             break;
         }
-        if (p[0].revents)
+        if (p[0].revents) {
+            drain();
             break;
+        }
         for (uint32_t i = 0; i < mv.n; i++)
             if (p[1 + i].revents)
                 serve(&mv.ch[i]);
