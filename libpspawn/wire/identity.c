@@ -17,6 +17,12 @@ static uint64_t entry_hash(const char *kv)
     return h;
 }
 
+int pspawn_python_program(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return strncmp(slash ? slash + 1 : path, "python", 6) == 0;
+}
+
 uint64_t pspawn_program_identity(uid_t uid, const char *path, const struct stat *st,
                                  char *const argv[], char *const env[], const char *options)
 {
@@ -28,8 +34,7 @@ uint64_t pspawn_program_identity(uid_t uid, const char *path, const struct stat 
     pspawn_hash(&h, &st->st_mtim, sizeof st->st_mtim);
     pspawn_hash(&h, &st->st_ctim, sizeof st->st_ctim);   /* a write that kept the mtime (cp -p) */
     pspawn_hash(&h, options ? options : "", options ? strlen(options) + 1 : 1);
-    const char *slash = strrchr(path, '/');
-    int python = strncmp(slash ? slash + 1 : path, "python", 6) == 0;
+    int python = pspawn_python_program(path);
     if (python && argv && argv[0] && argv[1])
         pspawn_hash(&h, argv[1], strlen(argv[1]) + 1);     /* the script it warms */
     uint64_t vars = 0;

@@ -17,6 +17,11 @@
  * any order) and, for a Python interpreter (PATH's name starts with
  * "python"), ARGV[1] (the script it warms, or its first option) and the
  * interpreter's start-up variables of ENV. */
+/* Whether PATH names a Python interpreter (its file name starts with
+ * "python"): its identity takes the script, and a zygote of it is always
+ * worth it (worth.h). */
+int pspawn_python_program(const char *path);
+
 uint64_t pspawn_program_identity(uid_t uid, const char *path, const struct stat *st,
                                  char *const argv[], char *const env[], const char *options);
 

@@ -103,8 +103,7 @@ void pspawn_worth_recall(struct pspawn_worth *w, const char *dir, uid_t uid, con
      * look more worth it). */
     w->id = pspawn_program_identity(uid, w->path, &st, argc > 1 ? argv : NULL, env, "");
     w->identified = 1;
-    const char *slash = strrchr(w->path, '/');
-    w->python = strncmp(slash ? slash + 1 : w->path, "python", 6) == 0;
+    w->python = pspawn_python_program(w->path);
     int dfd = open_table(dir, 0);
     if (dfd < 0)
         return;
