@@ -30,8 +30,9 @@ static const char *floor_lib_path(void)
 }
 
 /* The floor's environment: ours, with the floor preloaded and told to fork
- * N children itself, and LD_BIND_NOW=1 as libpspawn gives its zygote, so
- * that the floor's children start from the same pre-bound state as tasks. */
+ * N children itself, and LD_BIND_NOW=1, so that the floor's children
+ * start bound, as tasks start from a zygote that bound the program's
+ * functions at its park (libpspawn/zygote/bind.c). */
 struct floor_env {
     char **envp;
     char preload[65536];

@@ -63,6 +63,39 @@ tests_fixtures_libthreadlib_la_CFLAGS = $(launched_cflags_common)
 tests_fixtures_libthreadlib_la_LDFLAGS = -rpath $(abs_builddir)/tests/fixtures/.libs -avoid-version
 tests_fixtures_libthreadlib_la_LIBADD = -lpthread
 
+# Libraries whose binding a zygote may or may not take on (bound now, or
+# lazily as the task would), one whose constructor reads the task's
+# environment under a denied name, and a program that loads them lazily
+# (tests/integration/preload-bind.sh).
+check_LTLIBRARIES += tests/fixtures/libbindlocal.la tests/fixtures/libbindlater.la \
+	tests/fixtures/libbindpick.la tests/fixtures/libbindundef.la tests/fixtures/libucs.la \
+	tests/fixtures/mca_fake_ucx.la
+fixture_lib_ldflags = -rpath $(abs_builddir)/tests/fixtures/.libs -avoid-version
+tests_fixtures_libbindlocal_la_SOURCES = tests/fixtures/bindwho.c
+tests_fixtures_libbindlocal_la_CFLAGS = $(launched_cflags_common) -DBIND_WHO='"local"'
+tests_fixtures_libbindlocal_la_LDFLAGS = $(fixture_lib_ldflags)
+tests_fixtures_libbindlater_la_SOURCES = tests/fixtures/bindwho.c
+tests_fixtures_libbindlater_la_CFLAGS = $(launched_cflags_common) -DBIND_WHO='"later"'
+tests_fixtures_libbindlater_la_LDFLAGS = $(fixture_lib_ldflags)
+tests_fixtures_libbindpick_la_SOURCES = tests/fixtures/bindpick.c
+tests_fixtures_libbindpick_la_CFLAGS = $(launched_cflags_common)
+tests_fixtures_libbindpick_la_LDFLAGS = $(fixture_lib_ldflags)
+tests_fixtures_libbindpick_la_LIBADD = tests/fixtures/libbindlocal.la
+tests_fixtures_libbindundef_la_SOURCES = tests/fixtures/bindundef.c
+tests_fixtures_libbindundef_la_CFLAGS = $(launched_cflags_common)
+tests_fixtures_libbindundef_la_LDFLAGS = $(fixture_lib_ldflags)
+tests_fixtures_libucs_la_SOURCES = tests/fixtures/rankctor.c
+tests_fixtures_libucs_la_CFLAGS = $(launched_cflags_common)
+tests_fixtures_libucs_la_LDFLAGS = $(fixture_lib_ldflags)
+tests_fixtures_mca_fake_ucx_la_SOURCES = tests/fixtures/ucxcomponent.c
+tests_fixtures_mca_fake_ucx_la_CFLAGS = $(launched_cflags_common)
+tests_fixtures_mca_fake_ucx_la_LDFLAGS = $(fixture_lib_ldflags) -module
+tests_fixtures_mca_fake_ucx_la_LIBADD = tests/fixtures/libucs.la
+check_PROGRAMS += tests/fixtures/lazybind
+tests_fixtures_lazybind_SOURCES = tests/fixtures/lazybind.c
+tests_fixtures_lazybind_CFLAGS = $(launched_cflags_common)
+tests_fixtures_lazybind_LDFLAGS = -no-install
+
 check_PROGRAMS += tests/fixtures/dlopener
 tests_fixtures_dlopener_SOURCES = tests/fixtures/dlopener.c
 tests_fixtures_dlopener_CFLAGS = $(launched_cflags_common)
@@ -219,10 +252,10 @@ TESTS += \
 	tests/integration/python-resolve.sh \
 	tests/integration/python-state.sh tests/integration/python-frames.sh \
 	tests/integration/python-fallback \
-	tests/integration/preload.sh
+	tests/integration/preload.sh tests/integration/preload-bind.sh
 
 EXTRA_DIST += \
-	tests/integration/preload.sh \
+	tests/integration/preload.sh tests/integration/preload-bind.sh \
 	tests/integration/python-warm.sh \
 	tests/integration/python-resolve.sh \
 	tests/integration/python-state.sh tests/integration/python-frames.sh \

@@ -133,7 +133,7 @@ char **pspawn_zygote_environ(const char *const extra[], char *const base[], int 
     char **env = calloc(n + nextra + 8, sizeof *env);
     if (!env)
         return NULL;
-    const char *user_preload = NULL, *user_bindnow = NULL, *user_tunables = NULL;
+    const char *user_preload = NULL, *user_tunables = NULL;
     int pip = 0;
     for (size_t i = 0; i < nextra; i++)
         pip |= strcmp(extra[i], PSPAWN_ENV_PIP "=1") == 0;
@@ -143,8 +143,6 @@ char **pspawn_zygote_environ(const char *const extra[], char *const base[], int 
             user_tunables = src[i] + 15;
         else if (strncmp(src[i], "LD_PRELOAD=", 11) == 0)
             user_preload = src[i] + 11;
-        else if (strncmp(src[i], "LD_BIND_NOW=", 12) == 0)
-            user_bindnow = src[i] + 12;
         else if (strncmp(src[i], "PSPAWN_ZYGOTE_", 14) != 0 && !per_task_var(src[i], ctor_vars))
             env[k++] = strdup(src[i]);
     }
@@ -161,11 +159,8 @@ char **pspawn_zygote_environ(const char *const extra[], char *const base[], int 
         env[k++] = format("LD_PRELOAD=%s %s%s", user_preload, proxy, recorder);
     else
         env[k++] = format("LD_PRELOAD=%s%s", proxy, recorder);
-    env[k++] = strdup("LD_BIND_NOW=1");
     if (user_preload)
         env[k++] = format(PSPAWN_ENV_PRELOAD "=%s", user_preload);
-    if (user_bindnow)
-        env[k++] = format(PSPAWN_ENV_BINDNOW "=%s", user_bindnow);
     /* A PiP root loads each task's libc into a namespace of its own, each
      * with its static TLS: the loader reserves room for that many only
      * when told at exec (default 4: 11 namespaces that load libc fit,

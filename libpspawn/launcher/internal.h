@@ -404,8 +404,8 @@ void pspawn_standin_exit_like(int status) __attribute__((noreturn));
 /* The proxy library to preload ($PSPAWN_PROXY, else the installed one). */
 const char *pspawn_proxy_path(void);
 /* A zygote's environment: BASE (NULL: the caller's environ), with the
- * proxy appended to its LD_PRELOAD, LD_BIND_NOW=1, the user's values of
- * both kept for the proxy to restore, and EXTRA (NULL-terminated "K=V"
+ * proxy appended to its LD_PRELOAD, the user's value kept for the proxy
+ * to restore, and EXTRA (NULL-terminated "K=V"
  * strings); RECORD: libpspawn-record.so after the proxy (preload=auto). */
 char **pspawn_zygote_environ(const char *const extra[], char *const base[], int record);
 /* The loader variables of ENV, copied, NULL-terminated (NULL: no memory). */

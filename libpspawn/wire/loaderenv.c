@@ -35,7 +35,7 @@ static inline int has_prefix(const char *s, const char *prefix)
 int pspawn_loader_var_listed(const char *kv, const char *ctor_vars)
 {
     if (has_prefix(kv, "LD_"))
-        return !has_prefix(kv, "LD_BIND_NOW=");   /* the zygote binds anyway */
+        return 1;
     if (has_prefix(kv, "GLIBC_TUNABLES=") || has_prefix(kv, "MALLOC_"))
         return 1;
     /* coreutils' libstdbuf.so (stdbuf, LD_PRELOADed) sets the standard

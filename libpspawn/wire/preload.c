@@ -15,7 +15,7 @@ int pspawn_preload_parse(const char *line, struct preload_entry *e)
 {
     int at = 0;
     memset(e, 0, sizeof *e);
-    if (sscanf(line, "%23s %d %ld %llu %llu %lld %n", e->verdict, &e->mode, &e->lmid, &e->dev,
+    if (sscanf(line, "%" VERDICT_SCAN "s %d %ld %llu %llu %lld %n", e->verdict, &e->mode, &e->lmid, &e->dev,
                &e->ino, &e->mtime_ns, &at) != 6 || !at || line[at] != '/')
         return -1;
     size_t len = strcspn(line + at, "\n");
@@ -51,7 +51,9 @@ int pspawn_preload_cache(char *path, size_t size, char *key, size_t keysize)
         return -1;
     const char *ld = getenv("LD_LIBRARY_PATH"), *pre = getenv("LD_PRELOAD"),
                *tun = getenv("GLIBC_TUNABLES");
-    int k = snprintf(key, keysize, "%s %llu %llu %lld LD_LIBRARY_PATH=%s LD_PRELOAD=%s "
+    /* "bind-now": entries' "ok" means bound now since then; a cache of
+     * before is started afresh. */
+    int k = snprintf(key, keysize, "bind-now %s %llu %llu %lld LD_LIBRARY_PATH=%s LD_PRELOAD=%s "
                      "GLIBC_TUNABLES=%s", exe, (unsigned long long)st.st_dev,
                      (unsigned long long)st.st_ino,
                      (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec,

@@ -9,8 +9,12 @@
  * Its first line is the key: the program's path, device, inode and mtime
  * and the loader's variables.  Each other line is an entry:
  *   VERDICT MODE LMID DEV INO MTIME PATH
- * VERDICT: "ok", "untried" (recorded, not yet tried in a zygote), or why
- * the object is left out (one word: thread, fd, device, fails, namespace).
+ * VERDICT: "ok" (the zygote loads it, bound now where the task bound
+ * lazily), "lazy=SYMBOL" (loaded with the task's flags: binding SYMBOL
+ * now fails, or a later RTLD_GLOBAL preload defines it), "untried"
+ * (recorded, not yet tried in a zygote), or why the object is left out,
+ * in one word: thread, fd, device, fails, namespace, or "denied=NAME"
+ * (NAME, the object or one it needs, is on the zygote's deny list).
  */
 #ifndef PSPAWN_PRELOAD_H
 #define PSPAWN_PRELOAD_H
@@ -18,8 +22,11 @@
 #include <limits.h>
 #include <stddef.h>
 
+#define VERDICT_SIZE 96
+#define VERDICT_SCAN "95"       /* VERDICT_SIZE - 1, for scanf */
+
 struct preload_entry {
-    char verdict[24];
+    char verdict[VERDICT_SIZE];
     int mode;                   /* the dlopen flags the task used */
     long lmid;                  /* its namespace (0: the base one) */
     unsigned long long dev, ino;

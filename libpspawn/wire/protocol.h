@@ -56,7 +56,6 @@
 #define PSPAWN_ENV_SOCK     "PSPAWN_ZYGOTE_SOCK"
 #define PSPAWN_ENV_REPORT   "PSPAWN_ZYGOTE_REPORT"
 #define PSPAWN_ENV_PRELOAD  "PSPAWN_ZYGOTE_LD_PRELOAD"   /* the user's, to restore */
-#define PSPAWN_ENV_BINDNOW  "PSPAWN_ZYGOTE_LD_BIND_NOW"  /* the user's, to restore */
 /* The pid of the process that exec'd the zygote: a process that finds
  * these variables but has another parent inherited them from a zygote's
  * constructor (system(), popen()) and must not park. */

@@ -132,7 +132,6 @@ static void restore_env(void)
 {
     static const char *const pairs[][2] = {
         { "LD_PRELOAD", PSPAWN_ENV_PRELOAD },
-        { "LD_BIND_NOW", PSPAWN_ENV_BINDNOW },
     };
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
         const char *user = getenv(pairs[i][1]);
@@ -317,6 +316,9 @@ static void record_exec(char **argv, int argc)
 __attribute__((constructor)) static void proxy_init(int argc, char **argv, char **envp)
 {
     long sock, report, launcher, fd;
+    /* What the loader loaded at exec ends here: what a constructor or a
+     * preload loads later is bound as its dlopen said (bind.c). */
+    parked.exec_last = zygote_bind_last();
     bind_libc_env();
     if (env_int(PSPAWN_ENV_PARENT, &launcher)) {
         if (!env_int(PSPAWN_ENV_SOCK, &sock))
@@ -474,6 +476,9 @@ struct task_start zygote_park(void)
     if (zygote_starter_gone())
         zygote_exit(0);
     zygote_check_forkable();
+    long bound = zygote_bind_loaded(parked.exec_last);
+    if (bound)
+        zygote_say("bound %ld lazily bound functions of the loaded objects at the park", bound);
     fflush(NULL);
     /* Serve only the user who started us. */
     if (!pspawn_peer_uid_is(parked.sock, geteuid()))

@@ -33,6 +33,7 @@
 #define EXPORT __attribute__((visibility("default")))
 #define MAX_PRELOADS 4096
 #define TRIAL_TIMEOUT_MS 60000
+#define TRIAL_REPORT_MAX (1 << 20)
 
 static char cache_path[PATH_MAX], cache_key[PATH_MAX + 512];
 static int have_cache;
@@ -189,8 +190,76 @@ static int read_env(struct preload_entry *v, int n)
     return n;
 }
 
-/* Load the untried entries in a forked child, in order, and set each
- * one's verdict from what its load left behind. */
+/* How the zygote loads an entry the trial passed: a library the task
+ * opened RTLD_LAZY is bound now ("ok"), unless the trial kept it lazy
+ * ("lazy=SYMBOL": bind.c says why). */
+static int binds_lazily(int mode)
+{
+    return !(mode & RTLD_NOW);
+}
+
+static int zygote_mode(const struct preload_entry *e)
+{
+    if (binds_lazily(e->mode) && strcmp(e->verdict, "ok") == 0)
+        return (e->mode & ~RTLD_BINDING_MASK) | RTLD_NOW;
+    return e->mode;
+}
+
+static int loaded_by_zygote(const struct preload_entry *e)
+{
+    return (strcmp(e->verdict, "ok") == 0 || strncmp(e->verdict, "lazy=", 5) == 0) &&
+           !skipped(e->path);
+}
+
+/* "undefined symbol: NAME" in dlerror's text: NAME, else "unresolved". */
+static void undefined_symbol(char *out, size_t size)
+{
+    const char *err = dlerror(), *at = err ? strstr(err, "undefined symbol: ") : NULL;
+    snprintf(out, size, "%.*s", at ? (int)strcspn(at + 18, " ,") : 10, at ? at + 18 : "unresolved");
+}
+
+/* In the trial's child: load entry I as the zygote would (bound now where
+ * the task bound lazily; lazily where binding now fails), and say what
+ * its load left behind.  The verdict goes into WHY. */
+static void trial_one(struct preload_entry *e, struct process_state *before, char *why,
+                      size_t size)
+{
+    if (e->lmid != 0) {
+        snprintf(why, size, "namespace");
+        return;
+    }
+    struct link_map *last = zygote_bind_last();
+    int now = binds_lazily(e->mode);
+    char symbol[128] = "";
+    void *h = dlopen(e->path, now ? (e->mode & ~RTLD_BINDING_MASK) | RTLD_NOW : e->mode);
+    if (!h && now) {
+        undefined_symbol(symbol, sizeof symbol);
+        h = dlopen(e->path, e->mode);
+    }
+    struct process_state after;
+    process_state(&after);
+    const char *denied = h ? zygote_preload_denied(last, NULL) : NULL;
+    const char *unsafe = h && now && !symbol[0] ? zygote_bind_unsafe(last) : NULL;
+    if (unsafe)
+        snprintf(symbol, sizeof symbol, "%s", unsafe);
+    const char *left = left_behind(before, &after);
+    *before = after;
+    if (!h)
+        snprintf(why, size, "fails");
+    else if (denied)
+        snprintf(why, size, "denied=%s", denied);
+    else if (left)
+        snprintf(why, size, "%s", left);
+    else if (symbol[0])
+        snprintf(why, size, "lazy=%s", symbol);
+    else
+        snprintf(why, size, "ok");
+}
+
+/* Load the entries in a forked child, in order, as the zygote will, and
+ * set each one's verdict from what its load left behind and how it can
+ * be bound.  Entries already out stay out; the others are judged again,
+ * each in the state the entries before it leave, as in the zygote. */
 static void trial(struct preload_entry *v, int n)
 {
     int p[2];
@@ -199,20 +268,15 @@ static void trial(struct preload_entry *v, int n)
     pid_t pid = fork();
     if (pid == 0) {
         close(p[0]);
-        struct process_state before, after;
+        struct process_state before;
         process_state(&before);
+        char line[PATH_MAX], why[VERDICT_SIZE];
         for (int i = 0; i < n; i++) {
-            if (strcmp(v[i].verdict, "untried") != 0 || skipped(v[i].path))
+            if ((strcmp(v[i].verdict, "untried") != 0 && !loaded_by_zygote(&v[i])) ||
+                skipped(v[i].path))
                 continue;
-            const char *why = v[i].lmid != 0 ? "namespace" : NULL;
-            if (!why && !dlopen(v[i].path, v[i].mode))
-                why = "fails";
-            process_state(&after);
-            if (!why)
-                why = left_behind(&before, &after);
-            before = after;
-            char line[64];
-            int len = snprintf(line, sizeof line, "%d %s\n", i, why ? why : "ok");
+            trial_one(&v[i], &before, why, sizeof why);
+            int len = snprintf(line, sizeof line, "%d %s\n", i, why);
             if (write(p[1], line, (size_t)len) < 0)
                 break;
         }
@@ -223,11 +287,14 @@ static void trial(struct preload_entry *v, int n)
         close(p[0]);
         return;
     }
-    char buf[65536];
+    for (int i = 0; i < n; i++)
+        if (loaded_by_zygote(&v[i]) || strcmp(v[i].verdict, "untried") == 0)
+            strcpy(v[i].verdict, "untried");
+    char *buf = malloc(TRIAL_REPORT_MAX + 1);
     size_t have = 0;
     struct pollfd pf = { p[0], POLLIN, 0 };
-    while (have < sizeof buf - 1 && poll(&pf, 1, TRIAL_TIMEOUT_MS) == 1) {
-        ssize_t r = read(p[0], buf + have, sizeof buf - 1 - have);
+    while (buf && have < TRIAL_REPORT_MAX && poll(&pf, 1, TRIAL_TIMEOUT_MS) == 1) {
+        ssize_t r = read(p[0], buf + have, TRIAL_REPORT_MAX - have);
         if (r <= 0)
             break;
         have += (size_t)r;
@@ -236,19 +303,35 @@ static void trial(struct preload_entry *v, int n)
     kill(pid, SIGKILL);
     while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
         ;
-    buf[have] = 0;
-    for (char *line = buf; *line;) {
+    if (buf)
+        buf[have] = 0;
+    for (char *line = buf; line && *line;) {
         int i, at = 0;
-        char why[24];
-        if (sscanf(line, "%d %23s%n", &i, why, &at) == 2 && i >= 0 && i < n)
+        char why[VERDICT_SIZE];
+        if (sscanf(line, "%d %" VERDICT_SCAN "s%n", &i, why, &at) == 2 && i >= 0 && i < n)
             snprintf(v[i].verdict, sizeof v[i].verdict, "%s", why);
         line += strcspn(line, "\n");
         line += *line == '\n';
     }
+    free(buf);
     /* One the child did not get to (it ended on it) is left out too. */
     for (int i = 0; i < n; i++)
         if (strcmp(v[i].verdict, "untried") == 0 && !skipped(v[i].path))
             strcpy(v[i].verdict, "fails");
+}
+
+static void say_verdict(const struct preload_entry *e)
+{
+    const char *v = e->verdict;
+    if (!strncmp(v, "lazy=", 5))
+        zygote_say("preload %s: bound lazily, as its task binds it: %s is not in the global scope "
+            "once it is loaded (undefined, or its own dependency's), and a later RTLD_GLOBAL "
+            "load could define it", e->path, v + 5);
+    else if (!strncmp(v, "denied=", 7))
+        zygote_say("preload %s: left out: it loads %s, which %s", e->path, v + 7,
+            zygote_preload_deny_reason(v + 7));
+    else if (strcmp(v, "ok") && strcmp(v, "untried"))
+        zygote_say("preload %s: left out: %s", e->path, v);
 }
 
 static void write_cache(const struct preload_entry *v, int n)
@@ -298,17 +381,28 @@ void zygote_preload(void)
      * the next zygote leaves it out, and this one refuses to park. */
     int threads = count_dir("/proc/self/task");
     for (int i = 0; i < n; i++) {
-        if (strcmp(v[i].verdict, "ok") != 0 || skipped(v[i].path))
+        if (!loaded_by_zygote(&v[i]))
             continue;
-        if (!dlopen(v[i].path, v[i].mode)) {
+        char symbol[128] = "";
+        void *h = dlopen(v[i].path, zygote_mode(&v[i]));
+        if (!h && zygote_mode(&v[i]) != v[i].mode) {
+            undefined_symbol(symbol, sizeof symbol);
+            h = dlopen(v[i].path, v[i].mode);
+        }
+        if (!h) {
             strcpy(v[i].verdict, "fails");
             changed = 1;
         } else if (count_dir("/proc/self/task") > threads) {
             strcpy(v[i].verdict, "thread");
             threads = count_dir("/proc/self/task");
             changed = 1;
+        } else if (symbol[0]) {
+            snprintf(v[i].verdict, sizeof v[i].verdict, "lazy=%s", symbol);
+            changed = 1;
         }
     }
+    for (int i = 0; i < n && (untried || changed); i++)
+        say_verdict(&v[i]);
     if (learning && have_cache && (changed || untried))
         write_cache(v, n);
     free(v);

@@ -17,6 +17,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,7 @@
 #include "pidfd.h"
 #include "procfs.h"
 #include "replica.h"
+#include "sayline.h"
 #include "unixsock.h"
 #include "zygote.h"
 
@@ -212,6 +214,17 @@ void zygote_exit(int code)
     if (parked.replica)
         pspawn_replica_remove(parked.replica);
     _exit(code);
+}
+
+void zygote_say(const char *fmt, ...)
+{
+    const char *debug = getenv("PSPAWN_DEBUG");
+    if (!debug || !*debug || strcmp(debug, "0") == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    pspawn_vsay_line("libpspawn zygote", fmt, ap);
+    va_end(ap);
 }
 
 void zygote_exit_stale(const char *library)

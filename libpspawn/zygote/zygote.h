@@ -20,6 +20,10 @@
  *              tasks as its children
  *   fanout.c   sub-zygotes: one fork-serving process per group of CPUs
  *   standin.c  stand-in mode: fork tasks for stand-ins that connect
+ *   preload.c  learned preloads: what tasks dlopen'ed, loaded before the park
+ *   bind.c     which of them the zygote may bind now, as a task binds lazily
+ *   preload-deny.c
+ *              objects never preloaded (device or hook setup in constructors)
  *   pip.c      mode=pip: tasks made with clone(CLONE_VM) on a thread's
  *              TLS, each loading the program into a namespace of its own
  *
@@ -126,6 +130,7 @@ struct parked {
     int learning;               /* preload=auto: tasks record what they load */
     int in_task;                /* this process is a task */
     int python_warm;            /* parked inside a Python interpreter */
+    struct link_map *exec_last; /* the last object the loader loaded at exec */
     int pip_wanted;             /* PSPAWN_ENV_PIP: mode=pip asked */
     int pip;                    /* mode=pip: tasks are PiP tasks (pip.c) */
     int pip_refusal;            /* mode=pip asked, refused: enum pip_refusal */
@@ -195,6 +200,8 @@ const char *zygote_libraries_stale(int thorough);
 #ifndef ZYGOTE_EXIT_STALE
 #define ZYGOTE_EXIT_STALE 75
 #endif
+/* A line on stderr under PSPAWN_DEBUG (serve.c). */
+void zygote_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Exit with ZYGOTE_EXIT_STALE, saying why under PSPAWN_DEBUG. */
 void zygote_exit_stale(const char *library) __attribute__((noreturn));
 
@@ -308,6 +315,26 @@ void zygote_settle_pages(void);
 /* preload.c: dlopen, before parking, what the program's tasks loaded
  * after main (preload=auto: learned; preload=FILE; PSPAWN_PRELOAD_LIBS). */
 void zygote_preload(void);
+
+/* preload-deny.c: objects never loaded in a zygote, whatever the trial
+ * sees.  The deny rule's name of the first object loaded after LAST (a
+ * link map, from zygote_bind_last) that it names, or NULL. */
+struct link_map;
+const char *zygote_preload_denied(struct link_map *last, const char **why);
+/* Why NAME (a rule's name) is denied, or "" for one no rule names. */
+const char *zygote_preload_deny_reason(const char *name);
+
+/* bind.c: which preloads the zygote may bind now (see there). */
+/* The last object of the base namespace now. */
+struct link_map *zygote_bind_last(void);
+/* The first lazily bound symbol of an object loaded after LAST that the
+ * global scope does not define now (binding it now could differ from a
+ * task's lazy binding), or NULL. */
+const char *zygote_bind_unsafe(struct link_map *last);
+/* At the park: bind the lazily bound functions of the objects loaded at
+ * exec (up to LAST) that the global scope defines, as their first call
+ * would.  The number of slots bound. */
+long zygote_bind_loaded(struct link_map *last);
 
 /* python.c: the warm Python interpreter. */
 /* Whether this program is a CPython interpreter (3.8 or later). */
