@@ -20,6 +20,7 @@
 #include <link.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,33 @@
 
 static char cache_path[PATH_MAX], cache_key[PATH_MAX + 512];
 static int have_cache;
+/* The paths the cache held at the park, hashed and sorted: a task does
+ * not record again what its zygote left out (or loaded). */
+static uint64_t *known_paths;
+static size_t n_known;
+
+static uint64_t path_hash(const char *s)
+{
+    uint64_t h = 14695981039346656037ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+static int by_value(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void remember_paths(const struct preload_entry *v, int n)
+{
+    known_paths = n > 0 ? calloc((size_t)n, sizeof *known_paths) : NULL;
+    for (int i = 0; known_paths && i < n; i++)
+        known_paths[n_known++] = path_hash(v[i].path);
+    if (known_paths)
+        qsort(known_paths, n_known, sizeof *known_paths, by_value);
+}
 
 struct process_state {
     int threads, fds, devices;
@@ -405,6 +433,8 @@ void zygote_preload(void)
         say_verdict(&v[i]);
     if (learning && have_cache && (changed || untried))
         write_cache(v, n);
+    if (learning && have_cache)
+        remember_paths(v, n);
     free(v);
     parked.learning = learning && have_cache;
 }
@@ -418,6 +448,9 @@ EXPORT void pspawn_record_dlopen(void *handle, int mode, long lmid)
         return;
     struct link_map *lm = NULL;
     if (dlinfo(handle, RTLD_DI_LINKMAP, &lm) < 0 || !lm || !lm->l_name || lm->l_name[0] != '/')
+        return;
+    uint64_t h = path_hash(lm->l_name);
+    if (known_paths && bsearch(&h, known_paths, n_known, sizeof h, by_value))
         return;
     struct preload_entry e = { .verdict = "untried", .mode = mode & ~RTLD_NOLOAD, .lmid = lmid };
     snprintf(e.path, sizeof e.path, "%s", lm->l_name);

@@ -128,5 +128,8 @@ ok $? "each task's constructor still read its own rank" || diag_file "$tmp/out"
 ok $? "the cache says it loads a denied library ($(verdict "$comp"))" || cache | sed 's/^/#   /'
 grep -q "preload $comp: left out: it loads libucs.so, which runs UCX's global init" "$tmp/err"
 ok $? "PSPAWN_DEBUG names the library and the reason" || diag_file "$tmp/err" 5
+run "a component built on libucs, learned again" "loaded 0;loaded 1" --preload auto "$dl" "$comp"
+[ "$(cache | grep -c " $comp\$")" = 1 ]
+ok $? "tasks do not record again what their zygote left out (entries: $(cache | grep -c " $comp\$"))"
 
 tap_done
