@@ -91,6 +91,10 @@ tests_fixtures_mca_fake_ucx_la_SOURCES = tests/fixtures/ucxcomponent.c
 tests_fixtures_mca_fake_ucx_la_CFLAGS = $(launched_cflags_common)
 tests_fixtures_mca_fake_ucx_la_LDFLAGS = $(fixture_lib_ldflags) -module
 tests_fixtures_mca_fake_ucx_la_LIBADD = tests/fixtures/libucs.la
+check_PROGRAMS += tests/fixtures/fnaddr
+tests_fixtures_fnaddr_SOURCES = tests/fixtures/fnaddr.c
+tests_fixtures_fnaddr_CFLAGS = $(launched_cflags_common) -fno-pie
+tests_fixtures_fnaddr_LDFLAGS = -no-install -no-pie
 check_PROGRAMS += tests/fixtures/lazybind
 tests_fixtures_lazybind_SOURCES = tests/fixtures/lazybind.c
 tests_fixtures_lazybind_CFLAGS = $(launched_cflags_common)
@@ -248,7 +252,7 @@ TESTS += \
 	tests/integration/cli-exit.sh \
 	tests/integration/cli-options.sh \
 	tests/integration/prefault.sh \
-	tests/integration/python-warm.sh \
+	tests/integration/python-warm.sh tests/integration/python-packages.sh \
 	tests/integration/python-resolve.sh \
 	tests/integration/python-state.sh tests/integration/python-frames.sh \
 	tests/integration/python-fallback \
@@ -256,7 +260,7 @@ TESTS += \
 
 EXTRA_DIST += \
 	tests/integration/preload.sh tests/integration/preload-bind.sh \
-	tests/integration/python-warm.sh \
+	tests/integration/python-warm.sh tests/integration/python-packages.sh \
 	tests/integration/python-resolve.sh \
 	tests/integration/python-state.sh tests/integration/python-frames.sh \
 	tests/fixtures/python/probe.py \

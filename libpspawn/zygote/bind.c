@@ -201,11 +201,12 @@ static long bind_object(struct link_map *lm, const struct link_map *program)
         void *addr = dlsym(RTLD_DEFAULT, name);
         if (version && addr != dlvsym(RTLD_DEFAULT, name, version))
             continue;
-        /* In the program, a function only the program calls through its
-         * own PLT (its address is taken there): a lazy binding skips it,
-         * a lookup would not.  Left lazy. */
-        if (!addr || !dladdr1(addr, &info, (void **)&in, RTLD_DL_LINKMAP) ||
-            (in == program && lm != program))
+        /* An answer in the program is left to the lazy binding: where a
+         * program not built as PIE takes a library function's address,
+         * its PLT entry stands for that function (a canonical PLT entry),
+         * and a lookup returns it; the loader's lazy binding skips it.
+         * Bound to it, the program's own slot would jump to itself. */
+        if (!addr || !dladdr1(addr, &info, (void **)&in, RTLD_DL_LINKMAP) || in == program)
             continue;
         *slot = SLOT_VALUE((ElfW(Addr))addr, r);
         bound++;

@@ -69,10 +69,16 @@ def _pspawn_prepare(options_b):
                     break
         return False
 
-    # Modules that must never be imported in a zygote: they initialise MPI
-    # or a device, or start threads, when imported.
-    deny = ('mpi4py.MPI', 'torch', 'tensorflow', 'jax', 'cupy', 'pycuda', 'numba.cuda',
-            'multiprocessing.resource_tracker')
+    # Modules never imported in a zygote, whatever the trial (warm-learn.py)
+    # sees, each for what its import does to the process by design:
+    # - mpi4py.MPI calls MPI_Init at its import (mpi4py.rc.initialize,
+    #   True by default): each task must call it once, itself;
+    # - pycuda.autoinit makes a CUDA context at its import (that is what it
+    #   is for), which a forked child cannot use.
+    # Everything else (torch, numba, tensorflow, jax, cupy...) is tried:
+    # refused only if its import leaves a thread, an fd or a device
+    # mapping, or draws per-process state.
+    deny = ('mpi4py.MPI', 'pycuda.autoinit')
 
     def denied(name):
         return any(name == d or name.startswith(d + '.') for d in deny)
@@ -244,6 +250,12 @@ def _pspawn_prepare(options_b):
         (getattr(m, '__file__', None) or '').startswith(os.path.join(zygote_path0 or zygote_cwd, ''))
         for m in list(sys.modules.values()))
     zygote_executable = sys.executable
+    # Where the preloaded modules hold the zygote's standard streams (a
+    # default argument, a module's global, threading's main thread): each
+    # task points them at its own, as an exec'd interpreter's modules hold
+    # its own.  The trial refused a module that holds one elsewhere.
+    stream_places = _stream_holders((sys.__stdin__, sys.__stdout__, sys.__stderr__))[0] \
+        if preloaded - startup_modules else []
     stdio_config = [(s.encoding, s.errors, s.write_through) if s is not None else None
                     for s in (sys.__stdin__, sys.__stdout__, sys.__stderr__)]
     learned = []
@@ -352,7 +364,9 @@ def _pspawn_prepare(options_b):
         # left out from the next run of its script.  (The thread-count
         # variables read 1 there, documented: the task's pools are sized
         # from its own.)
-        for key, (value, module) in sorted(reads.env.items()):
+        # (A key that is no string reads nothing: os.environ refuses it.)
+        for key, (value, module) in sorted(kv for kv in reads.env.items()
+                                           if isinstance(kv[0], str)):
             mine = env_b.get(os.fsencode(key))
             if key not in thread_vars and (os.fsdecode(mine) if mine is not None else None) != value:
                 forget(module, 'read_%s_at_import,_which_differs_between_tasks' % key)
@@ -464,6 +478,20 @@ def _pspawn_prepare(options_b):
         if 'time' in sys.modules:
             sys.modules['time'].tzset()
         proxy.pspawn_python_size_pools()
+        torch = sys.modules.get('torch')
+        if torch is not None and hasattr(torch, 'set_num_threads'):
+            # torch sizes its pool itself, once per thread, from the task's
+            # variables and the machine (its rule changes between versions):
+            # the zygote's thread did it under OMP_NUM_THREADS=1, and the
+            # line above sized libgomp's.  A thread of this task asks torch
+            # what it chooses here, as an exec'd task's first call would.
+            import threading
+            chosen = []
+            asker = threading.Thread(target=lambda: chosen.append(torch.get_num_threads()))
+            asker.start()
+            asker.join()
+            if chosen:
+                torch.set_num_threads(chosen[0])
         nprandom = sys.modules.get('numpy.random')
         if nprandom is not None and hasattr(nprandom, 'seed'):
             nprandom.seed()
@@ -500,6 +528,7 @@ def _pspawn_prepare(options_b):
                     break
         sys.stdin, sys.stdout, sys.stderr = streams
         sys.__stdin__, sys.__stdout__, sys.__stderr__ = streams
+        _point_at(stream_places, streams)
         del streams, buf, raw, s
 
         # What an exec'd interpreter's modules would have drawn or recorded at

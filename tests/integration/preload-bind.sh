@@ -58,6 +58,17 @@ n_task=$(grep "^ *$task:" "$tmp/err" | grep -c "binding file $lb ")
 [ "$n_exec" -gt 0 ] && [ -n "$task" ] && [ "$n_task" = 0 ]
 ok $? "a task binds none of the program's functions (exec'd: printf bound at its call, $n_exec; task $task: $n_task bindings)"
 
+# A program not built as PIE that takes a library function's address:
+# its PLT entry stands for the function; the zygote leaves its own slot to
+# the lazy binding (bound to that entry, the call would never return).
+fa=$TESTS_BUILDDIR/fnaddr
+[ "$("$fa")" = "fnaddr 3 4" ]
+ok $? "exec'd: a non-PIE program calls a library function it took the address of"
+timeout 20 "$PSPAWN_BIN" -n 2 "$fa" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ $rc = 0 ] && [ "$(sort -u "$tmp/out")" = "fnaddr 3 4" ]
+ok $? "from a zygote: the same (status $rc)" || diag_file "$tmp/err" 5
+
 # 1. A library with nothing to take over: bound in the zygote.
 [ "$(exec_says "$pick")" = "loaded local" ]
 ok $? "exec'd: libbindpick's call binds to its own dependency"
