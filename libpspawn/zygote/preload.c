@@ -28,6 +28,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "hash.h"
 #include "preload.h"
 #include "zygote.h"
 
@@ -45,9 +46,8 @@ static size_t n_known;
 
 static uint64_t path_hash(const char *s)
 {
-    uint64_t h = 14695981039346656037ULL;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    uint64_t h = PSPAWN_HASH_INIT;
+    pspawn_hash(&h, s, strlen(s));
     return h;
 }
 
@@ -226,11 +226,14 @@ static int binds_lazily(int mode)
     return !(mode & RTLD_NOW);
 }
 
+static int bound_now(int mode)
+{
+    return (mode & ~RTLD_BINDING_MASK) | RTLD_NOW;
+}
+
 static int zygote_mode(const struct preload_entry *e)
 {
-    if (binds_lazily(e->mode) && strcmp(e->verdict, "ok") == 0)
-        return (e->mode & ~RTLD_BINDING_MASK) | RTLD_NOW;
-    return e->mode;
+    return binds_lazily(e->mode) && strcmp(e->verdict, "ok") == 0 ? bound_now(e->mode) : e->mode;
 }
 
 static int loaded_by_zygote(const struct preload_entry *e)
@@ -259,7 +262,7 @@ static void trial_one(struct preload_entry *e, struct process_state *before, cha
     struct link_map *last = zygote_bind_last();
     int now = binds_lazily(e->mode);
     char symbol[128] = "";
-    void *h = dlopen(e->path, now ? (e->mode & ~RTLD_BINDING_MASK) | RTLD_NOW : e->mode);
+    void *h = dlopen(e->path, now ? bound_now(e->mode) : e->mode);
     if (!h && now) {
         undefined_symbol(symbol, sizeof symbol);
         h = dlopen(e->path, e->mode);
