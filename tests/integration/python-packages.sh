@@ -68,9 +68,11 @@ done
 
 # torch sizes its pool from the task's OMP_NUM_THREADS, as exec'd.
 if $py -c 'import torch' 2>/dev/null; then
-    OMP_NUM_THREADS=2 "$PSPAWN_BIN" --exec -n 2 $py "$tmp/probe.py" torch >"$tmp/x.out" 2>&1
-    OMP_NUM_THREADS=2 PSPAWN_DEBUG=1 "$PSPAWN_BIN" -v -n 2 -p torch $py "$tmp/probe.py" torch \
-        >"$tmp/w.out" 2>"$tmp/w.err"
+    # (-l: each task's lines apart; PYTHONUNBUFFERED writes a line in pieces.)
+    OMP_NUM_THREADS=2 "$PSPAWN_BIN" --exec -n 2 -l $py "$tmp/probe.py" torch 2>&1 |
+        sed 's/^ *[0-9]*: //' >"$tmp/x.out"
+    OMP_NUM_THREADS=2 PSPAWN_DEBUG=1 "$PSPAWN_BIN" -v -n 2 -l -p torch $py "$tmp/probe.py" torch \
+        2>"$tmp/w.err" | sed 's/^ *[0-9]*: //' >"$tmp/w.out"
     grep -q '^threads 2 ' "$tmp/x.out" && [ "$(grep '^threads' "$tmp/w.out" | sort -u)" = "$(grep '^threads' "$tmp/x.out" | sort -u)" ] &&
         grep -q 'parked inside Python' "$tmp/w.err"
     ok $? "torch with OMP_NUM_THREADS=2: each task's pool as exec'd ($(grep '^threads' "$tmp/w.out" | sort -u | tr '\n' ' '))"
