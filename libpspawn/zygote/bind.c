@@ -51,68 +51,10 @@ static const void *dyn_ptr(const struct link_map *lm, ElfW(Addr) value)
     return (const void *)(value < lm->l_addr ? value + lm->l_addr : value);
 }
 
-/* The first PLT symbol of LM that the global scope does not define now. */
-static const char *unbound_symbol(const struct link_map *lm)
-{
-    const ElfW(Sym) *symtab = NULL;
-    const char *strtab = NULL;
-    const char *jmprel = NULL;
-    size_t pltrelsz = 0;
-    ElfW(Sxword) pltrel = 0;
-    for (const ElfW(Dyn) *d = lm->l_ld; d && d->d_tag != DT_NULL; d++) {
-        if (d->d_tag == DT_SYMTAB)
-            symtab = dyn_ptr(lm, d->d_un.d_ptr);
-        else if (d->d_tag == DT_STRTAB)
-            strtab = dyn_ptr(lm, d->d_un.d_ptr);
-        else if (d->d_tag == DT_JMPREL)
-            jmprel = dyn_ptr(lm, d->d_un.d_ptr);
-        else if (d->d_tag == DT_PLTRELSZ)
-            pltrelsz = d->d_un.d_val;
-        else if (d->d_tag == DT_PLTREL)
-            pltrel = d->d_un.d_val;
-    }
-    if (!symtab || !strtab || !jmprel)
-        return NULL;
-    size_t each = pltrel == DT_RELA ? sizeof(ElfW(Rela)) : sizeof(ElfW(Rel));
-    for (size_t at = 0; at + each <= pltrelsz; at += each) {
-        /* r_info sits at the same place in both forms. */
-        ElfW(Xword) info = ((const ElfW(Rel) *)(jmprel + at))->r_info;
-#if __ELF_NATIVE_CLASS == 64
-        size_t index = ELF64_R_SYM(info);
-#else
-        size_t index = ELF32_R_SYM(info);
-#endif
-        if (index == 0)
-            continue;   /* IRELATIVE and the like: no symbol to look up */
-        const char *name = strtab + symtab[index].st_name;
-        if (*name && !dlsym(RTLD_DEFAULT, name))
-            return name;
-    }
-    return NULL;
-}
-
-const char *zygote_bind_unsafe(struct link_map *last)
-{
-    const char *name = NULL;
-    for (struct link_map *lm = last ? last->l_next : NULL; lm && !name; lm = lm->l_next)
-        name = unbound_symbol(lm);
-    return name;
-}
-
-/* The slot's relocation type, where this file knows the machine. */
-#if defined(__x86_64__) && defined(__LP64__)
-#define JUMP_SLOT R_X86_64_JUMP_SLOT
-#define SLOT_VALUE(addr, rela) ((addr) + (rela)->r_addend)
-#elif defined(__aarch64__) && defined(__LP64__)
-#define JUMP_SLOT R_AARCH64_JUMP_SLOT
-#define SLOT_VALUE(addr, rela) (addr)
-#endif
-
-#ifdef JUMP_SLOT
 struct object_dyn {
     const ElfW(Sym) *symtab;
     const char *strtab;
-    const ElfW(Rela) *jmprel;
+    const char *jmprel;         /* Rel or Rela entries, as DT_PLTREL says */
     size_t pltrelsz;
     ElfW(Sxword) pltrel;
     const ElfW(Half) *versym;
@@ -145,6 +87,49 @@ static void read_dyn(const struct link_map *lm, struct object_dyn *o)
     }
 }
 
+/* The first PLT symbol of LM that the global scope does not define now. */
+static const char *unbound_symbol(const struct link_map *lm)
+{
+    struct object_dyn o;
+    read_dyn(lm, &o);
+    if (!o.symtab || !o.strtab || !o.jmprel)
+        return NULL;
+    size_t each = o.pltrel == DT_RELA ? sizeof(ElfW(Rela)) : sizeof(ElfW(Rel));
+    for (size_t at = 0; at + each <= o.pltrelsz; at += each) {
+        /* r_info sits at the same place in both forms. */
+        ElfW(Xword) info = ((const ElfW(Rel) *)(o.jmprel + at))->r_info;
+#if __ELF_NATIVE_CLASS == 64
+        size_t index = ELF64_R_SYM(info);
+#else
+        size_t index = ELF32_R_SYM(info);
+#endif
+        if (index == 0)
+            continue;   /* IRELATIVE and the like: no symbol to look up */
+        const char *name = o.strtab + o.symtab[index].st_name;
+        if (*name && !dlsym(RTLD_DEFAULT, name))
+            return name;
+    }
+    return NULL;
+}
+
+const char *zygote_bind_unsafe(struct link_map *last)
+{
+    const char *name = NULL;
+    for (struct link_map *lm = last ? last->l_next : NULL; lm && !name; lm = lm->l_next)
+        name = unbound_symbol(lm);
+    return name;
+}
+
+/* The slot's relocation type, where this file knows the machine. */
+#if defined(__x86_64__) && defined(__LP64__)
+#define JUMP_SLOT R_X86_64_JUMP_SLOT
+#define SLOT_VALUE(addr, rela) ((addr) + (rela)->r_addend)
+#elif defined(__aarch64__) && defined(__LP64__)
+#define JUMP_SLOT R_AARCH64_JUMP_SLOT
+#define SLOT_VALUE(addr, rela) (addr)
+#endif
+
+#ifdef JUMP_SLOT
 /* The version a reference asks for (its VERSYM index names it in the
  * object's needed versions, or its own definitions), or NULL. */
 static const char *reference_version(const struct object_dyn *o, size_t index)
@@ -180,8 +165,9 @@ static long bind_object(struct link_map *lm, const struct link_map *program)
         o.symbolic)
         return 0;
     long bound = 0;
+    const ElfW(Rela) *rela = (const ElfW(Rela) *)o.jmprel;
     for (size_t i = 0; i < o.pltrelsz / sizeof(ElfW(Rela)); i++) {
-        const ElfW(Rela) *r = &o.jmprel[i];
+        const ElfW(Rela) *r = &rela[i];
         size_t index = ELF64_R_SYM(r->r_info);
         if (ELF64_R_TYPE(r->r_info) != JUMP_SLOT || index == 0 ||
             ELF64_ST_BIND(o.symtab[index].st_info) == STB_LOCAL)
