@@ -33,6 +33,7 @@
 #include "procfs.h"
 #include "pspawn_jobzygote.h"
 #include "unixsock.h"
+#include "worth.h"
 
 #define START_MS 5000       /* the starter's word that it holds the lock */
 
@@ -260,8 +261,14 @@ static void __attribute__((noreturn)) starter(const struct pspawn_job_step *s, c
     if (setgroups((size_t)s->ngids, s->gids) < 0 || setresgid(s->gid, s->gid, s->gid) < 0 ||
         setresuid(s->uid, s->uid, s->uid) < 0 || getuid() != s->uid || geteuid() != s->uid)
         fail(word, NO_CREDS);
-    if (chdir("/") < 0) {
-        /* the zygote's cwd is not its tasks' (each request has its own) */
+    /* Where the step's tasks run (each request has its own cwd; this is
+     * the zygote's start's): a warm Python zygote finds a script named
+     * relative to it there, with its directory (sys.path[0]) and its
+     * cache; started in "/" it found neither, and every task was exec'd.
+     * The zygote holds no directory once parked. */
+    const char *pwd = pspawn_step_pwd(s->env);
+    if ((!pwd || chdir(pwd) < 0) && chdir("/") < 0) {
+        /* nowhere to be: the zygote starts where slurmstepd is */
     }
     int lfd = pspawn_listen_abstract(lock, SOMAXCONN);
     if (lfd < 0)

@@ -53,6 +53,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "hash.h"
 #include "identity.h"
 #include "pin.h"
 #include "procfs.h"
@@ -99,6 +100,13 @@ static int identity(const struct pspawn_job_step *s, const char *path, uint64_t 
     }
     *h = pspawn_program_identity(s->uid, path, &st, s->argc > 1 ? s->argv : NULL, s->env,
                                  s->options);
+    /* A Python zygote warms the script its identity names (argv[1]):
+     * named relative, it is another file from another directory, and the
+     * zygote starts in the step's (pspawn_jobstart.c): steps run from
+     * another directory get another zygote. */
+    const char *pwd = pspawn_step_pwd(s->env);
+    if (pwd && s->argc > 1 && s->argv[1][0] != '/' && pspawn_python_program(path))
+        pspawn_hash(h, pwd, strlen(pwd) + 1);
     return 0;
 }
 

@@ -255,6 +255,7 @@ TESTS += \
 	tests/integration/python-warm.sh tests/integration/python-packages.sh \
 	tests/integration/python-resolve.sh \
 	tests/integration/python-state.sh tests/integration/python-frames.sh \
+	tests/integration/python-job.sh \
 	tests/integration/python-fallback \
 	tests/integration/preload.sh tests/integration/preload-bind.sh
 
@@ -263,6 +264,7 @@ EXTRA_DIST += \
 	tests/integration/python-warm.sh tests/integration/python-packages.sh \
 	tests/integration/python-resolve.sh \
 	tests/integration/python-state.sh tests/integration/python-frames.sh \
+	tests/integration/python-job.sh \
 	tests/fixtures/python/probe.py \
 	tests/fixtures/4nodes-2allowed.xml \
 	tests/integration/prefault.sh \

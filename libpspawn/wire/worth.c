@@ -25,6 +25,12 @@ static const char *env_get(char *const env[], const char *name)
     return NULL;
 }
 
+const char *pspawn_step_pwd(char *const env[])
+{
+    const char *dir = env_get(env, "PWD");
+    return dir && dir[0] == '/' ? dir : NULL;
+}
+
 int pspawn_step_program(const char *argv0, char *const env[], int pwd, char *path, size_t len,
                         char *why, size_t wlen)
 {
@@ -32,8 +38,8 @@ int pspawn_step_program(const char *argv0, char *const env[], int pwd, char *pat
         snprintf(path, len, "%s", argv0);
         return 0;
     }
-    const char *dir = pwd ? env_get(env, "PWD") : NULL;
-    if (strchr(argv0, '/') && dir && dir[0] == '/' &&
+    const char *dir = pwd ? pspawn_step_pwd(env) : NULL;
+    if (strchr(argv0, '/') && dir &&
         snprintf(path, len, "%s/%s", dir, argv0) < (int)len)
         return 0;
     if (strchr(argv0, '/')) {

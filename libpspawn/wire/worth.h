@@ -70,6 +70,9 @@ struct pspawn_worth {
  * (LEN bytes), or -1 with WHY. */
 int pspawn_step_program(const char *argv0, char *const env[], int pwd, char *path, size_t len,
                         char *why, size_t wlen);
+/* The step's working directory as ENV's PWD names it (srun's, which is
+ * the step's unless srun --chdir): absolute, or NULL. */
+const char *pspawn_step_pwd(char *const env[]);
 
 /* What the table in DIR knows of user UID's program ARGV (ARGC words,
  * environment ENV) at PATH (NULL: ARGV[0] as pspawn_step_program finds

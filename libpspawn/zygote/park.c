@@ -436,6 +436,16 @@ static void record_mm(void)
     parked.have_mm = 1;
 }
 
+void zygote_record_handlers(void)
+{
+    for (int sig = 1; sig <= 64; sig++) {
+        struct sigaction sa;
+        if (sig != SIGKILL && sig != SIGSTOP && sigaction(sig, NULL, &sa) == 0 &&
+            sa.sa_handler != SIG_DFL)
+            parked.ctor_sigs |= UINT64_C(1) << (sig - 1);
+    }
+}
+
 static void record_parked_state(void)
 {
     if (!getcwd(parked.cwd, sizeof parked.cwd))
@@ -455,12 +465,7 @@ static void record_parked_state(void)
     parked.no_new_privs = prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1;
     parked.seccomp = pspawn_seccomp_filters();
     pspawn_procstate_get(&parked.proc);
-    for (int sig = 1; sig <= 64; sig++) {
-        struct sigaction sa;
-        if (sig != SIGKILL && sig != SIGSTOP && sigaction(sig, NULL, &sa) == 0 &&
-            sa.sa_handler != SIG_DFL)
-            parked.ctor_sigs |= UINT64_C(1) << (sig - 1);
-    }
+    zygote_record_handlers();
     if (prctl(PR_GET_TID_ADDRESS, &parked.tid_addr, 0, 0, 0) < 0)
         parked.tid_addr = NULL;
     if (syscall(SYS_get_robust_list, 0, &parked.robust_head, &parked.robust_len) < 0)

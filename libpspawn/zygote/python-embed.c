@@ -42,6 +42,9 @@ struct py_status {                      /* PyStatus */
 };
 #define PY_FILE_INPUT 257               /* Py_file_input */
 
+/* The bootstrap's refresh function (the parking tuple holds it). */
+static py_object *refresh;
+
 /* The bootstrap's source, made from warm.py at build time. */
 static const char warm_py[] =
 #include "warm.inc"
@@ -238,6 +241,24 @@ static void __attribute__((noreturn)) run_task(py_object *parking, py_object *ta
     exit(rc);
 }
 
+int zygote_python_refresh(unsigned long long *own_sigs)
+{
+    py_object *r = refresh ? py.call(refresh, NULL) : NULL;
+    if (!r) {
+        if (refresh)
+            py.clear();     /* (the bootstrap catches what it can) */
+        return 0;
+    }
+    long n = py.as_long(py.tuple_item(r, 0));
+    *own_sigs = py.as_ull(py.tuple_item(r, 1));
+    py.decref(r);
+    if (py.occurred()) {
+        py.clear();
+        return 0;
+    }
+    return n > 0 ? (int)n : 0;
+}
+
 int zygote_python_main(int argc, char **argv, char **envp)
 {
     (void)envp;
@@ -267,7 +288,7 @@ int zygote_python_main(int argc, char **argv, char **envp)
     py_object *r = py.run_string(warm_py, PY_FILE_INPUT, ns, ns, NULL);
     py_object *prepare = r ? py.dict_get(ns, "_pspawn_prepare") : NULL;
     py_object *flush = r ? py.dict_get(ns, "_pspawn_flush") : NULL;
-    /* (OWN_SIGS, TASK): the bootstrap has preloaded, and parks. */
+    /* (OWN_SIGS, TASK, REFRESH): the bootstrap has preloaded, and parks. */
     py_object *parking = prepare && flush ? py.call_args(prepare, opts, NULL) : NULL;
     if (!parking) {
         py.print();
@@ -276,6 +297,7 @@ int zygote_python_main(int argc, char **argv, char **envp)
     py.decref(r);
     py.decref(opts);
     unsigned long long own_sigs = py.as_ull(py.tuple_item(parking, 0));
+    refresh = py.tuple_item(parking, 2);
     zygote_python_park(own_sigs);
     run_task(parking, py.tuple_item(parking, 1), flush);
 }

@@ -15,6 +15,7 @@
 #include <link.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -216,4 +217,31 @@ EXPORT int pspawn_python_size_pools(void)
         }
     }
     return sized;
+}
+
+/* ---- between steps ------------------------------------------------------ */
+
+int zygote_python_between_steps(void)
+{
+    if (!parked.python_warm)
+        return 0;
+    /* The imports see what they saw at the start: the zygote's working
+     * directory (a parked zygote holds none, park.c). */
+    if (parked.cwd_released && chdir(parked.cwd) != 0)
+        return 0;
+    unsigned long long own = interpreter_sigs;
+    int n = zygote_python_refresh(&own);
+    if (parked.cwd_released && chdir("/") != 0)
+        return -1;
+    if (n <= 0)
+        return 0;
+    if (zygote_thread_count() != 1)
+        return -1;
+    interpreter_sigs = own;
+    zygote_record_handlers();
+    npools = 0;
+    dl_iterate_phdr(find_pool, NULL);
+    zygote_libraries_watch();
+    fflush(NULL);
+    return n;
 }

@@ -59,7 +59,7 @@ static int count_posix_timers(void)
  * another thread shares our thread group, and does nothing otherwise.
  * Returns the count, or -errno: -EINVAL for more than one (uncounted),
  * another for "cannot tell". */
-static int count_threads(void)
+int zygote_thread_count(void)
 {
     DIR *d = opendir("/proc/self/task");
     int n = 0;
@@ -135,7 +135,7 @@ static int record_fds(void)
 
 void zygote_check_forkable(void)
 {
-    int threads = count_threads();
+    int threads = zygote_thread_count();
     if (threads != 1) {
         if (parked.sock >= 0)
             zygote_send_ready(parked.sock, ZYGOTE_THREADED, threads);

@@ -28,6 +28,7 @@
 
 #include "pidfd.h"
 #include "procfs.h"
+#include "standin.h"
 #include "unixsock.h"
 #include "zygote.h"
 
@@ -41,16 +42,6 @@
  * stand-ins start together, and one that comes later starts a new zygote. */
 #define IDLE_MS 2000
 #define IDLE_STARTER_DONE_MS 300
-
-/* A sub-zygote's load, sent to the root on each change: the root is idle
- * only when every sub-zygote has received what it forwarded and has
- * nothing left to serve. */
-#define STANDIN_LOAD_MAGIC 0x70736c64u  /* "psld" */
-struct standin_load {
-    uint32_t magic;
-    uint32_t received;      /* stand-ins the root forwarded, so far */
-    int32_t clients;        /* stand-ins connected or with a task running */
-};
 
 struct client {
     int fd;
@@ -74,10 +65,6 @@ static struct {
     int starter_pidfd, starter_done;
     char *hello;
     size_t hello_len;
-    uint32_t received;                          /* a sub-zygote's */
-    struct standin_load sent;                   /* what it last told the root */
-    uint32_t forwarded[PSPAWN_FANOUT_MAX + 1];  /* the root's, per group */
-    struct standin_load load[PSPAWN_FANOUT_MAX + 1];
 } standin;     /* zero (in .bss, no page of the file's): start_serving sets the fds */
 
 /* Done with C's connection (its entry stays while its task runs). */
@@ -164,7 +151,7 @@ static int forward(struct client *c, int g, const struct request_msg *msg, int *
         parked.groups[g].fwd = -1;
         return -1;
     }
-    standin.forwarded[g]++;
+    standin_sub_forwarded(g);
     c->counted = 1;
     drop_conn(c);
     return 0;
@@ -274,7 +261,7 @@ static int forwarded_request(struct task_start *ts)
     int conn, fds[ZYGOTE_MSG_FDS], nfds;
     int r = zygote_recv_forwarded(parked.sock, &msg, &conn, &base, &go, fds, &nfds);
     if (r != 0)
-        standin.received++;     /* the root counts what it forwarded */
+        standin_sub_received();     /* the root counts what it forwarded */
     if (r <= 0)
         return r == 0 ? -1 : 0;
     if (msg.magic != PSPAWN_MAGIC || standin.n >= MAX_CLIENTS) {
@@ -298,62 +285,16 @@ static int forwarded_request(struct task_start *ts)
     return 0;
 }
 
-/* The stand-in that started the root sends its fan-out, or hangs up.
- * Returns 1 in a forked sub-zygote. */
-static int await_fanout(void)
-{
-    if (zygote_wait(parked.sock, -1, 30000) != 0)
-        return 0;
-    struct request_msg msg = { 0 };
-    void *base;
-    struct wire_go *go;
-    int fds[ZYGOTE_MSG_FDS], nfds;
-    if (zygote_recv_request(parked.sock, &msg, &base, &go, fds, &nfds) <= 0)
-        return 0;
-    close(fds[0]);
-    int sub = msg.magic == PSPAWN_FANOUT_MAGIC &&
-              zygote_fanout(base, msg.size, fds + 1, nfds - 1, 1);
-    if (msg.magic != PSPAWN_FANOUT_MAGIC)
-        zygote_drop_request(base, msg.size, go, fds + 1, nfds - 1);
-    else
-        munmap(base, msg.size);
-    return sub;
-}
-
-static int subs_alive(void)
-{
-    int n = 0;
-    for (int g = 1; g < parked.ngroups; g++)
-        n += parked.groups[g].pid > 0;
-    return n;
-}
-
-/* Whether a sub-zygote still has stand-ins to serve, or is about to. */
-static int subs_busy(void)
-{
-    for (int g = 1; g < parked.ngroups; g++)
-        if (parked.groups[g].fwd >= 0 &&
-            (standin.load[g].clients > 0 || standin.load[g].received < standin.forwarded[g]))
-            return 1;
-    return 0;
-}
-
 /* The root is done serving: nobody else connects (a stand-in that comes
  * later starts another zygote), and its sub-zygotes finish their
  * stand-ins and exit (it waits for them: the step's first stand-in waits
- * for the root).  Each sub-zygote's channel is shut for writing, not
- * closed: closed with the sub's load reports unread in it, the kernel
- * would give the sub ECONNRESET ahead of the stand-ins forwarded to it
- * and still queued, which it must serve first (it reads them, then the
- * end of the file; the channel is closed once it exits). */
+ * for the root). */
 static void drain(void)
 {
     if (standin.lfd >= 0)
         close(standin.lfd);
     standin.lfd = -1;
-    for (int g = 1; g < parked.ngroups; g++)
-        if (parked.groups[g].fwd >= 0)
-            shutdown(parked.groups[g].fwd, SHUT_WR);
+    standin_subs_drain();
 }
 
 /* Drop the entries of stand-ins that are done with (hung up, and no task
@@ -390,13 +331,7 @@ static void reap(void)
                 drop_conn(&standin.c[i]);
                 standin.c[i].task = 0;
             }
-        for (int g = 1; g < parked.ngroups; g++)
-            if (parked.groups[g].pid == pid) {
-                parked.groups[g].pid = 0;
-                if (parked.groups[g].fwd >= 0)
-                    close(parked.groups[g].fwd);
-                parked.groups[g].fwd = -1;
-            }
+        standin_sub_reaped(pid);
     }
 }
 
@@ -424,36 +359,6 @@ static void admit(void)
     standin.c[standin.n++] = (struct client){ cfd, pin, 0, peer.pid == standin.starter, 0, 0 };
 }
 
-/* A sub-zygote tells the root its load when it changes. */
-static void tell_load(void)
-{
-    struct standin_load l = { STANDIN_LOAD_MAGIC, standin.received, standin.n };
-    if (parked.sock < 0 || !memcmp(&l, &standin.sent, sizeof l))
-        return;
-    if (send(parked.sock, &l, sizeof l, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof l)
-        standin.sent = l;
-}
-
-/* What sub-zygote G says: its ready message, its load; or it died (its
- * share is ours now: what it had queued went with it, and those
- * stand-ins exec instead). */
-static void hear_sub(int g, short ev)
-{
-    union {
-        struct zygote_ready ready;
-        struct standin_load load;
-    } m;
-    ssize_t got = 0;
-    while ((ev & POLLIN) &&
-           (got = recv(parked.groups[g].fwd, &m, sizeof m, MSG_DONTWAIT)) > 0)
-        if (got == (ssize_t)sizeof m.load && m.load.magic == STANDIN_LOAD_MAGIC)
-            standin.load[g] = m.load;
-    if (got == 0 || (got < 0 && errno != EAGAIN) || (ev & (POLLHUP | POLLERR))) {
-        close(parked.groups[g].fwd);
-        parked.groups[g].fwd = -1;
-    }
-}
-
 /* Whether STANDIN.STARTER still is the process that had us started: our
  * parent, or, under a keeper, our parent's parent. */
 static int starter_is_ours(void)
@@ -471,7 +376,7 @@ static int idle_left(long long *since)
 {
     if (standin.starter_pidfd < 0 && !starter_is_ours())
         standin.starter_done = 1;   /* no pidfd to tell us: reparented */
-    if (standin.n > 0 || subs_busy()) {
+    if (standin.n > 0 || standin_subs_busy()) {
         *since = -1;
         return -1;
     }
@@ -514,7 +419,7 @@ static int start_serving(void)
         zygote_exit(0);     /* the starter is gone: no one to serve */
     if (parked.forwarded)
         return 0;
-    if (await_fanout())
+    if (standin_await_fanout())
         return 1;   /* a forked sub-zygote (fanout.c closed the root's fds) */
     close(parked.sock);
     parked.sock = -1;
@@ -536,6 +441,25 @@ static int start_serving(void)
     }
     standin.hello = zygote_hello(&standin.hello_len);
     return 0;
+}
+
+/* A zygote that serves more than one step (a job's, an interception
+ * scope's), idle once it has served some: a warm Python one imports what
+ * their tasks learned since (python.c), and its forked sub-zygotes are
+ * made again from it.  1 in a new sub-zygote. */
+static int between_steps(void)
+{
+    int n = zygote_python_between_steps();
+    if (n < 0) {
+        zygote_say("a thread was left after importing between steps: it ends");
+        standin.terminated = 1;     /* it drains */
+        return 0;
+    }
+    if (n == 0)
+        return 0;
+    zygote_say("imported %d more modules its tasks learned, between steps%s", n,
+               parked.ngroups > 1 ? "; its sub-zygotes are made again" : "");
+    return standin_subs_remake();
 }
 
 /* What the serving loop polls, in PFD: the listening socket (or the
@@ -601,7 +525,7 @@ struct task_start zygote_serve_standin(void)
         return zygote_serve_standin();
     int ng = parked.forwarded ? 0 : parked.ngroups;
     static struct pollfd pfd[MAX_CLIENTS + PSPAWN_FANOUT_MAX + 4];
-    long served = 0;
+    long served = 0, looked_at = 0;
     long long idle_since = -1;
     int draining = 0, root_done = 0;
     struct task_start ts;
@@ -614,12 +538,19 @@ struct task_start zygote_serve_standin(void)
                 drain();
                 draining = 1;
                 wait_ms = -1;
+            } else if (wait_ms > 0 && served != looked_at && parked.idle_ms > 0 &&
+                       parked.python_warm) {
+                looked_at = served;
+                if (between_steps())
+                    return zygote_serve_standin();
+                idle_since = -1;
+                continue;
             }
         }
-        if (standin.n == 0 && (parked.forwarded ? root_done : draining && !subs_alive()))
+        if (standin.n == 0 && (parked.forwarded ? root_done : draining && !standin_subs_alive()))
             zygote_exit(0);
         if (parked.forwarded && !root_done)
-            tell_load();
+            standin_tell_load(standin.n);
         int np = serving_pollfds(pfd, ng, root_done);
         int r = poll(pfd, (nfds_t)np, wait_ms);
         if (r <= 0)
@@ -632,7 +563,7 @@ struct task_start zygote_serve_standin(void)
             standin.starter_done = 1;
         for (int g = 1; g < ng; g++)
             if (pfd[4 + g].revents && parked.groups[g].fwd >= 0)
-                hear_sub(g, pfd[4 + g].revents);
+                standin_hear_sub(g, pfd[4 + g].revents);
         if (hear_standins(pfd + 4 + ng, &served, &ts))
             return ts;
         compact();

@@ -307,6 +307,8 @@ def _trial_child(names, w, reads):
     finally:
         os._exit(0)
 
+_TRIAL_S = 120     # the longest a trial may import
+
 def _trial(names, reads):
     """Import NAMES in two forked children at once, and say of each
     whether it may be imported in a zygote: what it left behind in the
@@ -324,10 +326,20 @@ def _trial(names, reads):
                 os._exit(0)     # the child never goes back to the zygote's code
         os.close(w)
         children.append((pid, r))
+    # Never waited for without end: a zygote that serves steps between
+    # its trials would hang with it.
+    import select
+    deadline = time.monotonic() + _TRIAL_S
     reports = []
+    gone = 'the trial import ended the process'
     for pid, r in children:
         out = b''
         while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([r], [], [], left)[0]:
+                os.kill(pid, 9)
+                out += ('T\t%d\n' % _TRIAL_S).encode()
+                break
             chunk = os.read(r, 65536)
             if not chunk:
                 break
@@ -339,12 +351,14 @@ def _trial(names, reads):
             f = line.split('\t')
             if f[0] == 'V' and len(f) == 3:
                 verdicts[f[1]] = f[2]
+            elif f[0] == 'T':
+                gone = 'the trial import took longer than %s s' % f[1]
             elif f[0] == 'S' and len(f) == 4:
                 states.setdefault(f[1], {})[f[2]] = f[3]
         reports.append((verdicts, states))
     (verdicts, states), (_, other) = reports
     for name in names:
-        verdicts.setdefault(name, 'the trial import ended the process')
+        verdicts.setdefault(name, gone)
         mine, theirs = states.get(name, {}), other.get(name, {})
         differ = sorted(k for k in mine if k in theirs and mine[k] != theirs[k])
         if verdicts[name] == 'ok' and differ:

@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# The warm Python zygote's bootstrap, its second part (after
-# warm-learn.py).  libpspawn's proxy starts the interpreter with the tasks'
+# The warm Python zygote's bootstrap, its last part (after
+# warm-learn.py and warm-preload.py).  libpspawn's proxy starts the interpreter with the tasks'
 # interpreter options and runs both in a namespace of their own
 # (python-embed.c), in place of the program's own start; then it calls
 # _pspawn_prepare, which imports the preload modules,
 # freezes what it made for the garbage collector, and returns the function
+# that imports more between steps (refresh) and the function
 # that each task calls once the proxy has parked and forked it: it makes
 # the interpreter what an exec'd `python3 ...` of the task's command line
 # would be, and returns what to run (the proxy runs it, with no frame of
@@ -26,7 +27,7 @@ def _pspawn_prepare(options_b):
     import sys
     # What an exec'd interpreter has too before the first line it runs.
     startup_modules = set(sys.modules)
-    import os, gc, ctypes, _signal, time
+    import os, ctypes, _signal, time
     # Each signal's handler as the interpreter set it up at its start.
     start_handlers = {n: _signal.getsignal(n) for n in range(1, min(_signal.NSIG, 65))}
 
@@ -144,118 +145,11 @@ def _pspawn_prepare(options_b):
         wanted = [m.strip() for m in chosen.split(',') if m.strip()]
     else:
         wanted = [n for n, (v, _) in verdicts.items() if v in ('ok', 'untried')]
-    refused = {n: 'is_on_the_deny_list' for n in wanted if denied(n)}
-    wanted = [n for n in wanted if n not in refused]
-    untried = [n for n in wanted if verdicts.get(n, ('',))[0] != 'ok']
-    # os.register_at_fork while the modules import: recorded, not
-    # registered.  Their "before" and "after_in_parent" hooks would run in
-    # the zygote at every task it forks (an exec'd task runs none); their
-    # "after_in_child" ones run in each task once it is the task (a
-    # module reseeds or repairs itself there: random does).
-    posix = sys.modules['posix']
-    real_register_at_fork = os.register_at_fork
-    recorded_fork_hooks = []
-    preloading = [True]
-
-    def given(before, after_in_child, after_in_parent):
-        """The hooks as keywords, None left out (the real one refuses it)."""
-        return {k: v for k, v in (('before', before), ('after_in_child', after_in_child),
-                                  ('after_in_parent', after_in_parent)) if v is not None}
-
-    def register_at_fork(*, before=None, after_in_child=None, after_in_parent=None):
-        if not preloading[0]:
-            return real_register_at_fork(**given(before, after_in_child, after_in_parent))
-        hooks = (before, after_in_child, after_in_parent)
-        if all(h is None for h in hooks):
-            raise TypeError('At least one argument is required.')
-        for what, h in zip(('before', 'after_in_child', 'after_in_parent'), hooks):
-            if h is not None and not callable(h):
-                raise TypeError("'%s' must be callable, not %s" % (what, type(h).__name__))
-        recorded_fork_hooks.append((before, after_in_child, after_in_parent))
-    os.register_at_fork = posix.register_at_fork = register_at_fork
-    if untried:
-        refused.update({n: v for n, v in _trial(untried, _ImportReads(env)).items() if v != 'ok'})
-    # What the modules print at their import goes to each task's own
-    # standard output and error, at its start, as an exec'd one prints it:
-    # caught here (fds 1 and 2, memory files meanwhile), not printed once
-    # by the zygote.
-    caught = []
-    for out in (sys.stdout, sys.stderr):
-        if out is not None:
-            out.flush()
-    for fd in (1, 2):
-        try:
-            os.fstat(fd)
-            held = os.memfd_create('pspawn-import-output', os.MFD_CLOEXEC)
-        except (OSError, AttributeError):
-            continue
-        caught.append((fd, os.dup(fd), held))
-        os.dup2(held, fd)
-    reads.recording(True)
-    for name in wanted:
-        if name in refused:
-            continue
-        reads.importing = name
-        try:
-            __import__(name)
-        except BaseException as e:
-            refused[name] = 'does_not_import_(%s)' % type(e).__name__
-            continue
-        # Learnt from another file than this one (changed between runs):
-        # served now (the zygote has today's), left out from the next run.
-        learnt = verdicts.get(name, (None, '-'))[1]
-        now = _file_identity(_file_of(sys.modules.get(name)))
-        if learnt != '-' and now != learnt:
-            refused[name] = 'changed_between_runs'
-    preloading[0] = False
-    reads.recording(False)
-    os.register_at_fork = posix.register_at_fork = real_register_at_fork
-    for out in (sys.stdout, sys.stderr):
-        if out is not None:
-            out.flush()
-    import_output = []
-    for fd, saved, held in caught:
-        os.dup2(saved, fd)
-        os.close(saved)
-        size = os.lseek(held, 0, os.SEEK_END)
-        import_output.append((fd, os.pread(held, size, 0) if size else b''))
-        os.close(held)
-    del caught
-    if cache_file and (untried or refused):
-        merged = dict(verdicts)
-        merged.update({n: ['ok', _file_identity(_file_of(sys.modules.get(n))) or '-']
-                       for n in wanted if n not in refused})
-        merged.update({n: [v, merged.get(n, ('', '-'))[1]] for n, v in refused.items()})
-        _write_cache(cache_file, cache_key, merged)
-    for name, why in refused.items():
-        debug(env.get('PSPAWN_DEBUG'), 'module %s left out: %s' % (name, why.replace('_', ' ')))
-    preloaded = set(sys.modules)
-    parked_path = list(sys.path)
-    # What a task's own sys.path must find for the top-level names the
-    # zygote imported that an exec'd interpreter would import itself:
-    # {name: (origin, search locations)}.  A module is never asked again
-    # once it is in sys.modules, so this is checked at the task's start.
-    # Their files are watched on disk from the park on, as the libraries are.
-    resolved = {}
-    for name in preloaded - startup_modules:
-        m = sys.modules.get(name)
-        f = _file_of(m)
-        if f:
-            proxy.pspawn_python_watch(os.fsencode(f))
-        spec = getattr(m, '__spec__', None)
-        if '.' in name or spec is None or getattr(spec, 'name', None) != name:
-            continue    # a submodule (its package decides), or an alias
-        resolved[name] = (spec.origin, list(spec.submodule_search_locations or ()))
-    from_path0 = zygote_path0 is not None and any(
-        (getattr(m, '__file__', None) or '').startswith(os.path.join(zygote_path0 or zygote_cwd, ''))
-        for m in list(sys.modules.values()))
+    pre = _Preloader(env, reads, denied, debug, startup_modules, start_handlers, proxy,
+                     zygote_path0, zygote_cwd)
+    pre.load(wanted, verdicts, (cache_file, cache_key) if cache_file else None)
+    del verdicts, wanted
     zygote_executable = sys.executable
-    # Where the preloaded modules hold the zygote's standard streams (a
-    # default argument, a module's global, threading's main thread): each
-    # task points them at its own, as an exec'd interpreter's modules hold
-    # its own.  The trial refused a module that holds one elsewhere.
-    stream_places = _stream_holders((sys.__stdin__, sys.__stdout__, sys.__stderr__))[0] \
-        if preloaded - startup_modules else []
     stdio_config = [(s.encoding, s.errors, s.write_through) if s is not None else None
                     for s in (sys.__stdin__, sys.__stdout__, sys.__stderr__)]
     learned = []
@@ -274,10 +168,10 @@ def _pspawn_prepare(options_b):
             return
         path, key = learned
         dirs = [os.path.join(os.path.abspath(d), '') for d in sys.path
-                if d not in parked_path and isinstance(d, str) and d and d != task_path0[0]]
+                if d not in pre.parked_path and isinstance(d, str) and d and d != task_path0[0]]
         new = {}
         for n, m in list(sys.modules.items()):
-            if (n in preloaded or m is None or n == '__main__' or denied(n) or
+            if (n in pre.preloaded or m is None or n == '__main__' or denied(n) or
                     getattr(m, '__spec__', None) is None or
                     getattr(m.__spec__, 'origin', None) in ('built-in', 'frozen')):
                 continue
@@ -300,27 +194,36 @@ def _pspawn_prepare(options_b):
         _write_cache(path, key, old)
 
     atexit.register(learn)
-    for s in (sys.stdout, sys.stderr):
-        if s is not None:
-            s.flush()
-    # What the zygote made goes to the collector's permanent generation:
-    # a task's collections and its finalization then leave those objects'
-    # pages alone instead of copying them (bench/README.md, "Warm Python").
-    gc.collect()
-    if env.get('PSPAWN_PYTHON_FREEZE') != '0':
-        gc.freeze()
-    del verdicts, wanted, untried, refused, chosen
 
-    # The signals no preloaded module gave another handler: a task whose
-    # caller ignores one of them gets SIG_IGN, as an exec'd interpreter
-    # records it at its start (and then sets no SIGINT handler).
-    own_sigs = sum(1 << (n - 1) for n, h in start_handlers.items() if _signal.getsignal(n) is h)
+    def refresh():
+        """A zygote that serves more than one step (reuse=job, an
+        interception scope's), idle between them: the modules its tasks
+        learned since it started (or last looked) imported now, tried
+        first as at the start, so that the next step's tasks find them
+        imported.  (How many it imported, the signals still the
+        interpreter's.)  Never with modules given by name."""
+        if chosen is not None or not cache_file:
+            return 0, pre.own_sigs
+        try:
+            verdicts = _read_cache(cache_file, cache_key)
+            wanted = [n for n, (v, _) in verdicts.items()
+                      if v in ('ok', 'untried') and n not in sys.modules]
+            n = pre.load(wanted, verdicts, (cache_file, cache_key)) if wanted else 0
+        except Exception as e:
+            debug(env.get('PSPAWN_DEBUG'), 'refresh failed: %r' % (e,))
+            pre.settle()
+            n = 0
+        if n:
+            debug(env.get('PSPAWN_DEBUG'), 'imported %d more modules its tasks learned '
+                  '(between steps)' % n)
+        return n, pre.own_sigs
+
     def task():
 
         # ==== in a task: the function the proxy calls ========================
         task_start_ns[0] = sys.modules['time'].time_ns()
         # (python.c already ignores them at the system's level.)
-        sigign = proxy.pspawn_python_task_sigign() & own_sigs
+        sigign = proxy.pspawn_python_task_sigign() & pre.own_sigs
         for n in start_handlers:
             if sigign >> (n - 1) & 1:
                 try:
@@ -444,7 +347,7 @@ def _pspawn_prepare(options_b):
         path0 = path0_of(kind, run[0])
         task_path0[0] = path0
         if path0 is not None:
-            if from_path0 and (path0 or os.getcwd()) != (zygote_path0 or zygote_cwd):
+            if pre.from_path0 and (path0 or os.getcwd()) != (zygote_path0 or zygote_cwd):
                 exec_instead('a preloaded module came from the directory of the zygote\'s script')
             # Where an exec'd interpreter has it: first, before what preloaded
             # modules put in front of it at their import (which stays there).
@@ -459,7 +362,7 @@ def _pspawn_prepare(options_b):
                 sys.path[at] = path0
         # Each preloaded top-level module must be the one the task's sys.path
         # finds, as an exec'd interpreter would import it.
-        for name, (origin, locations) in resolved.items():
+        for name, (origin, locations) in pre.resolved.items():
             spec = None
             for finder in sys.meta_path:
                 find = getattr(finder, 'find_spec', None)
@@ -520,7 +423,7 @@ def _pspawn_prepare(options_b):
             streams.append(s)
         # What the preloaded modules printed at their import, as the task
         # would have printed it: first.
-        for fd, data in import_output:
+        for fd, data in pre.import_output:
             while data:
                 try:
                     data = data[os.write(fd, data):]
@@ -528,7 +431,7 @@ def _pspawn_prepare(options_b):
                     break
         sys.stdin, sys.stdout, sys.stderr = streams
         sys.__stdin__, sys.__stdout__, sys.__stderr__ = streams
-        _point_at(stream_places, streams)
+        _point_at(pre.stream_places, streams)
         del streams, buf, raw, s
 
         # What an exec'd interpreter's modules would have drawn or recorded at
@@ -537,7 +440,7 @@ def _pspawn_prepare(options_b):
         # their hooks registered, for the task's own forks; multiprocessing's
         # authentication key; logging's start time; the main thread's
         # native id.
-        for before, after_in_child, after_in_parent in recorded_fork_hooks:
+        for before, after_in_child, after_in_parent in pre.recorded_fork_hooks:
             if after_in_child is None:
                 continue
             try:
@@ -545,8 +448,8 @@ def _pspawn_prepare(options_b):
             except Exception:
                 sys.stderr.write('Exception ignored in: %r\n' % (after_in_child,))
                 __import__('traceback').print_exc()
-        for hooks in recorded_fork_hooks:
-            real_register_at_fork(**given(*hooks))
+        for hooks in pre.recorded_fork_hooks:
+            pre.real_register_at_fork(**pre.given(*hooks))
         mp_process = sys.modules.get('multiprocessing.process')
         if mp_process is not None:
             mp_process.current_process()._config['authkey'] = \
@@ -571,4 +474,4 @@ def _pspawn_prepare(options_b):
         import runpy
         return MODULE, runpy._run_module_as_main, (module, True)
 
-    return own_sigs, task
+    return pre.own_sigs, task, refresh

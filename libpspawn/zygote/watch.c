@@ -123,12 +123,19 @@ static struct watched_lib *append_lib(const char *name)
     return l;
 }
 
+/* Set once the park has recorded what was loaded then: a zygote that
+ * imports more between steps (python.c) adds what it loaded since. */
+static int parked_once;
+
 static int add_lib(struct dl_phdr_info *info, size_t size, void *data)
 {
     (void)size;
     const struct maps *maps = data;
     if (!info->dlpi_name || info->dlpi_name[0] != '/')
         return 0;   /* the program, the vDSO */
+    for (int i = 0; parked_once && i < libs.n; i++)
+        if (strcmp(libs.v[i].name, info->dlpi_name) == 0)
+            return 0;
     struct watched_lib *l = append_lib(info->dlpi_name);
     if (!l)
         return 1;
@@ -191,7 +198,7 @@ static void watch_dir_of(const char *name)
  * warm interpreter's modules), named before the park. */
 static struct {
     char **v;
-    int n;
+    int n, watched;             /* those up to WATCHED are in libs */
 } code_files;
 
 void zygote_watch_code_file(const char *path)
@@ -208,25 +215,27 @@ void zygote_watch_code_file(const char *path)
 
 void zygote_libraries_watch(void)
 {
+    int first = libs.n;
     struct maps maps;
     read_maps(&maps);
     dl_iterate_phdr(add_lib, &maps);
     free_maps(&maps);
-    for (int i = 0; i < code_files.n; i++)
-        append_lib(code_files.v[i]);    /* identity from the stat below */
+    for (; code_files.watched < code_files.n; code_files.watched++)
+        append_lib(code_files.v[code_files.watched]);   /* identity from the stat below */
     /* Only the root reads events (they go to one reader): an exec'd
      * sub-zygote, and a forked one after its fork, look at the
      * directories. */
-    if (parked.root == 0)
+    if (parked.root == 0 && !parked_once)
         libs.fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-    for (int i = 0; i < libs.n; i++) {
+    parked_once = 1;
+    for (int i = first; i < libs.n; i++) {
         watch_dir_of(libs.v[i].name);
         watch_dir_of(libs.v[i].real);
     }
     /* Identities from the names once watched: a replacement before the
      * watch shows as another file than the one mapped, one after it as an
      * event. */
-    for (int i = 0; i < libs.n && !libs.stale; i++) {
+    for (int i = first; i < libs.n && !libs.stale; i++) {
         struct watched_lib *l = &libs.v[i];
         struct stat st;
         if (stat(l->name, &st) < 0 || (l->ino && (st.st_dev != l->dev || st.st_ino != l->ino))) {

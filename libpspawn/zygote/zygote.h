@@ -151,6 +151,8 @@ int zygote_send_ready(int sock, int status, int detail);
  * serve: returns only in a new task, with its main()'s arguments. */
 struct task_start zygote_park(void);
 void zygote_rearm_itimers(void);
+/* Add to parked.ctor_sigs the signals that have a handler now. */
+void zygote_record_handlers(void);
 
 /* selfcheck.c */
 /* Exit, after a ready message that says why (if parked.sock is open),
@@ -158,6 +160,8 @@ void zygote_rearm_itimers(void);
  * thread but ours, no POSIX timer, at most MAX_CTOR_FDS fds left by the
  * program's constructors (recorded in parked.ctor_fds). */
 void zygote_check_forkable(void);
+/* Our threads: the count, or -errno (-EINVAL: more than one). */
+int zygote_thread_count(void);
 
 /* serve.c: the zygote's life. */
 /* Who a process that found PSPAWN_ENV_PARENT=STARTER is: the zygote
@@ -185,7 +189,8 @@ int zygote_wait(int sock, int extra, int timeout_ms);
 /* Remove our replicas, if any; then _exit(CODE). */
 void zygote_exit(int code) __attribute__((noreturn));
 /* At the park (the root): record and watch the objects we have mapped,
- * and the code files named before it (watch.c). */
+ * and the code files named before it (watch.c); called again, what was
+ * mapped or named since. */
 void zygote_libraries_watch(void);
 /* Before the park: watch PATH (absolute) too, a file the program read
  * code from (a warm interpreter's module). */
@@ -356,6 +361,13 @@ void zygote_python_after_fork_parent(void);
 /* In a warm interpreter's task, before its release: it ignores what its
  * caller ignores (SIGIGN: the request's), as an exec'd interpreter does. */
 void zygote_python_task_signals(uint64_t sigign);
+/* A zygote that serves more than one step, idle between them: the
+ * modules its tasks learned since, imported (the bootstrap's refresh,
+ * python-embed.c, which says how many and sets *OWN_SIGS), and what the
+ * park recorded of the process recorded again for them.  How many; -1
+ * when it can no longer fork (a module left a thread). */
+int zygote_python_between_steps(void);
+int zygote_python_refresh(unsigned long long *own_sigs);
 
 /* standin.c: stand-in mode (exits when the node's tasks are served). */
 struct task_start zygote_serve_standin(void);

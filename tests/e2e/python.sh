@@ -3,7 +3,8 @@
 # Python on the mini-cluster: numpy/scipy and mpi4py programs give the same
 # output through srun --pspawn and mpirun --mca odls pspawn as without,
 # and their tasks start with the preload modules already imported (a warm
-# Python zygote per node).
+# Python zygote per node); a job's zygote imports what its first step's
+# tasks learned, for the later steps.
 . "$(dirname "$0")/lib.sh"
 
 ax "cat > sci.py" <<'PY'
@@ -38,6 +39,34 @@ ok $? "srun --pspawn: numpy/scipy output equals plain srun's" ||
 [ "$(warm_count "$tmp/sci.pspawn")" = 4 ] && [ "$(warm_count "$tmp/sci.plain")" = 0 ]
 ok $? "srun --pspawn=on,modules=...: all 4 tasks started with scipy imported (plain: none)" ||
     diag_file "$tmp/sci.pspawn" 8
+
+# A job's zygote (reuse=job) imports what a step's tasks learned while it
+# is idle after them: the first step's tasks import scipy themselves
+# (nothing learned yet), the later steps' start with it imported, forked
+# by the same zygote on each node (no new start on their path).
+ax "cat > learnjob.py" <<'PY'
+import os, socket, sys
+warm = 'scipy.linalg' in sys.modules
+import numpy as np
+import scipy.linalg
+print('task', os.environ['SLURM_STEP_ID'], socket.gethostname(), os.getppid(), 'warm', warm,
+      round(scipy.linalg.det(np.eye(3) * 2), 6))
+PY
+ax "rm -rf ~/.cache/pspawn/python; salloc -N2 -n4 --ntasks-per-node=2 bash -c '
+    for s in 0 1 2; do srun --pspawn=on,reuse=job,fanout=none -N2 -n4 python3 learnjob.py; done'" \
+    >"$tmp/learnjob" 2>&1
+ljrc=$?
+steps_warm() { awk -v s="$1" '$1 == "task" && $2 == s && $5 == "warm" && $6 == "True" && $7 == "8.0"' \
+    "$tmp/learnjob" | wc -l; }
+steps_cold() { awk -v s="$1" '$1 == "task" && $2 == s && $6 == "False" && $7 == "8.0"' \
+    "$tmp/learnjob" | wc -l; }
+parents() { awk -v s="$1" '$1 == "task" && $2 == s { print $3, $4 }' "$tmp/learnjob" | sort -u; }
+[ $ljrc = 0 ] && [ "$(steps_cold 0)" = 4 ] && [ "$(steps_warm 1)" = 4 ] && [ "$(steps_warm 2)" = 4 ]
+ok $? "srun --pspawn=reuse=job: step 0's 4 tasks import scipy themselves, steps 1 and 2 start with it imported" ||
+    diag_file "$tmp/learnjob" 20
+[ "$(parents 0 | wc -l)" = 2 ] && [ "$(parents 0)" = "$(parents 1)" ] && [ "$(parents 1)" = "$(parents 2)" ]
+ok $? "srun --pspawn=reuse=job: the 3 steps' tasks forked by the same zygote on each node" ||
+    diag_file "$tmp/learnjob" 20
 
 if have_srun_pmix; then
     both mpi "--mpi=pmix -N2 -n4 python3 allreduce.py" "--pspawn=on,modules=numpy"

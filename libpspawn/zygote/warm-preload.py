@@ -1,0 +1,176 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# The warm Python zygote's bootstrap, its second part (after
+# warm-learn.py, before warm.py): the modules imported into the zygote,
+# at its start and, for a zygote that serves more than one step (reuse=job,
+# an interception scope's), again while it is idle between them: what its
+# tasks learned since.  And what a task must know of them.
+
+class _Preloader:
+    """The modules imported into the zygote for its tasks, and what each
+    task needs of them: where they hold the standard streams, what they
+    printed at their import, the fork hooks they registered, which
+    top-level names the task's sys.path must find where the zygote found
+    them.  Importing more later is importing them at the start in
+    another order: the zygote never ran a task's code (tasks are forks)."""
+
+    def __init__(self, env, reads, denied, debug, startup_modules, start_handlers, proxy,
+                 zygote_path0, zygote_cwd):
+        self.env, self.reads, self.denied, self.debug = env, reads, denied, debug
+        self.startup_modules, self.start_handlers = startup_modules, start_handlers
+        self.proxy = proxy
+        self.zygote_path0, self.zygote_cwd = zygote_path0, zygote_cwd
+        self.real_register_at_fork = os.register_at_fork
+        self.recorded_fork_hooks = []
+        self.importing = False
+        self.import_output = []     # [(fd, bytes)], in the order printed
+        self.watched = set()
+        self.resolved = {}
+        self.stream_places = []
+        self.preloaded = set(sys.modules)
+        self.parked_path = list(sys.path)
+        self.from_path0 = False
+        self.own_sigs = 0
+
+    @staticmethod
+    def given(before, after_in_child, after_in_parent):
+        """The hooks as keywords, None left out (the real one refuses it)."""
+        return {k: v for k, v in (('before', before), ('after_in_child', after_in_child),
+                                  ('after_in_parent', after_in_parent)) if v is not None}
+
+    def register_at_fork(self, *, before=None, after_in_child=None, after_in_parent=None):
+        """os.register_at_fork while the modules import: recorded, not
+        registered.  Their "before" and "after_in_parent" hooks would run
+        in the zygote at every task it forks (an exec'd task runs none);
+        their "after_in_child" ones run in each task once it is the task
+        (a module reseeds or repairs itself there: random does)."""
+        if not self.importing:
+            return self.real_register_at_fork(**self.given(before, after_in_child,
+                                                           after_in_parent))
+        hooks = (before, after_in_child, after_in_parent)
+        if all(h is None for h in hooks):
+            raise TypeError('At least one argument is required.')
+        for what, h in zip(('before', 'after_in_child', 'after_in_parent'), hooks):
+            if h is not None and not callable(h):
+                raise TypeError("'%s' must be callable, not %s" % (what, type(h).__name__))
+        self.recorded_fork_hooks.append(hooks)
+
+    def load(self, wanted, verdicts, cache):
+        """Import WANTED (module names; VERDICTS, what the cache said of
+        them): each tried in forked children first unless the cache says
+        'ok'.  What was found goes to CACHE ((file, key), or None).
+        Returns how many it imported."""
+        refused = {n: 'is_on_the_deny_list' for n in wanted if self.denied(n)}
+        wanted = [n for n in wanted if n not in refused]
+        untried = [n for n in wanted if verdicts.get(n, ('',))[0] != 'ok']
+        posix = sys.modules['posix']
+        os.register_at_fork = posix.register_at_fork = self.register_at_fork
+        self.importing = True
+        if untried:
+            refused.update({n: v for n, v in _trial(untried, _ImportReads(self.env)).items()
+                            if v != 'ok'})
+        # What the modules print at their import goes to each task's own
+        # standard output and error, at its start, as an exec'd one prints
+        # it: caught here (fds 1 and 2, memory files meanwhile), not
+        # printed once by the zygote.
+        caught = []
+        for out in (sys.stdout, sys.stderr):
+            if out is not None:
+                out.flush()
+        for fd in (1, 2):
+            try:
+                os.fstat(fd)
+                held = os.memfd_create('pspawn-import-output', os.MFD_CLOEXEC)
+            except (OSError, AttributeError):
+                continue
+            caught.append((fd, os.dup(fd), held))
+            os.dup2(held, fd)
+        self.reads.recording(True)
+        imported = 0
+        for name in wanted:
+            if name in refused:
+                continue
+            self.reads.importing = name
+            try:
+                __import__(name)
+            except BaseException as e:
+                refused[name] = 'does_not_import_(%s)' % type(e).__name__
+                continue
+            imported += 1
+            # Learnt from another file than this one (changed between
+            # runs): served now (the zygote has today's), left out from the
+            # next run.
+            learnt = verdicts.get(name, (None, '-'))[1]
+            now = _file_identity(_file_of(sys.modules.get(name)))
+            if learnt != '-' and now != learnt:
+                refused[name] = 'changed_between_runs'
+        self.importing = False
+        self.reads.recording(False)
+        os.register_at_fork = posix.register_at_fork = self.real_register_at_fork
+        for out in (sys.stdout, sys.stderr):
+            if out is not None:
+                out.flush()
+        for fd, saved, held in caught:
+            os.dup2(saved, fd)
+            os.close(saved)
+            size = os.lseek(held, 0, os.SEEK_END)
+            if size:
+                self.import_output.append((fd, os.pread(held, size, 0)))
+            os.close(held)
+        if cache and (untried or refused):
+            merged = dict(verdicts)
+            merged.update({n: ['ok', _file_identity(_file_of(sys.modules.get(n))) or '-']
+                           for n in wanted if n not in refused})
+            merged.update({n: [v, merged.get(n, ('', '-'))[1]] for n, v in refused.items()})
+            _write_cache(cache[0], cache[1], merged)
+        for name, why in refused.items():
+            self.debug(self.env.get('PSPAWN_DEBUG'),
+                       'module %s left out: %s' % (name, why.replace('_', ' ')))
+        self.settle()
+        return imported
+
+    def settle(self):
+        """What a task needs of what is imported now; then freeze it."""
+        import gc, _signal
+        self.preloaded = set(sys.modules)
+        self.parked_path = list(sys.path)
+        # What a task's own sys.path must find for the top-level names the
+        # zygote imported that an exec'd interpreter would import itself:
+        # {name: (origin, search locations)}.  A module is never asked
+        # again once it is in sys.modules, so this is checked at the task's
+        # start.  Their files are watched on disk, as the libraries are.
+        self.resolved = {}
+        for name in self.preloaded - self.startup_modules:
+            m = sys.modules.get(name)
+            f = _file_of(m)
+            if f and f not in self.watched:
+                self.watched.add(f)
+                self.proxy.pspawn_python_watch(os.fsencode(f))
+            spec = getattr(m, '__spec__', None)
+            if '.' in name or spec is None or getattr(spec, 'name', None) != name:
+                continue    # a submodule (its package decides), or an alias
+            self.resolved[name] = (spec.origin, list(spec.submodule_search_locations or ()))
+        at = os.path.join(self.zygote_path0 or self.zygote_cwd, '')
+        self.from_path0 = self.zygote_path0 is not None and any(
+            (getattr(m, '__file__', None) or '').startswith(at) for m in list(sys.modules.values()))
+        # Where the preloaded modules hold the zygote's standard streams (a
+        # default argument, a module's global, threading's main thread):
+        # each task points them at its own.  The trial refused a module
+        # that holds one elsewhere.
+        self.stream_places = _stream_holders((sys.__stdin__, sys.__stdout__, sys.__stderr__))[0] \
+            if self.preloaded - self.startup_modules else []
+        for s in (sys.stdout, sys.stderr):
+            if s is not None:
+                s.flush()
+        # What the zygote made goes to the collector's permanent
+        # generation: a task's collections and its finalization then leave
+        # those objects' pages alone instead of copying them
+        # (bench/README.md, "Warm Python").
+        gc.collect()
+        if self.env.get('PSPAWN_PYTHON_FREEZE') != '0':
+            gc.freeze()
+        # The signals no preloaded module gave another handler: a task
+        # whose caller ignores one of them gets SIG_IGN, as an exec'd
+        # interpreter records it at its start (and then sets no SIGINT
+        # handler).
+        self.own_sigs = sum(1 << (n - 1) for n, h in self.start_handlers.items()
+                            if _signal.getsignal(n) is h)
