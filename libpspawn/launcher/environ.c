@@ -119,9 +119,9 @@ static int per_task_var(const char *entry, const char *ctor_vars)
 }
 
 /* The zygote's environment: the caller's, with the proxy appended to its
- * LD_PRELOAD, lazy binding done at load, the user's values of both kept
- * so the proxy can put them back before main, and no task's rank. */
-char **pspawn_zygote_environ(const char *const extra[], char *const base[], int record)
+ * LD_PRELOAD (the user's value kept, for the proxy to put back before
+ * main), a PiP root's loader told to make room, and no task's rank. */
+char **pspawn_zygote_environ(const char *const extra[], char *const base[], int record, int pip)
 {
     const char *ctor_vars = getenv(PSPAWN_ENV_CTOR_VARS);
     char *const *src = base ? base : environ;
@@ -134,9 +134,6 @@ char **pspawn_zygote_environ(const char *const extra[], char *const base[], int 
     if (!env)
         return NULL;
     const char *user_preload = NULL, *user_tunables = NULL;
-    int pip = 0;
-    for (size_t i = 0; i < nextra; i++)
-        pip |= strcmp(extra[i], PSPAWN_ENV_PIP "=1") == 0;
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         if (pip && strncmp(src[i], "GLIBC_TUNABLES=", 15) == 0)

@@ -256,12 +256,12 @@ int pspawn_server_ready(struct pspawn_zygote *z, int s)
         snprintf(why, sizeof why, "it did not start (%s)",
                  z->opts.subzygote == PSPAWN_SUB_FORK ? "its fork failed"
                                                       : "its exec failed, or it died loading");
-        pspawn_server_lost(z, s, 1, why);
+        pspawn_server_lost(z, s, SERVER_KILL, why);
         return -1;
     }
     if (r.status != ZYGOTE_PARKED || r.detail != s) {
         pspawn_zygote_refusal(why, sizeof why, (int)r.status, r.detail);
-        pspawn_server_lost(z, s, 1, why);
+        pspawn_server_lost(z, s, SERVER_KILL, why);
         return -1;
     }
     /* Its maker had the kernel write its pid in the table before it ran:
@@ -271,7 +271,7 @@ int pspawn_server_ready(struct pspawn_zygote *z, int s)
     if (r.pid <= 0 || (sv->pid_slot && r.pid != made)) {
         snprintf(why, sizeof why, "its ready message names pid %d, not the one it was made "
                  "with (%d)", (int)r.pid, (int)made);
-        pspawn_server_lost(z, s, 1, why);
+        pspawn_server_lost(z, s, SERVER_KILL, why);
         return -1;
     }
     sv->pid = r.pid;
@@ -383,7 +383,7 @@ int pspawn_fanout_start(struct pspawn_zygote *z)
             continue;
         if (r <= 0) {
             for (int i = 0; i < np; i++)
-                pspawn_server_lost(z, idx[i], 1, "it did not park in time");
+                pspawn_server_lost(z, idx[i], SERVER_KILL, "it did not park in time");
             break;
         }
         for (int i = 0; i < np; i++)

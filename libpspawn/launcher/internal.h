@@ -407,7 +407,7 @@ const char *pspawn_proxy_path(void);
  * proxy appended to its LD_PRELOAD, the user's value kept for the proxy
  * to restore, and EXTRA (NULL-terminated "K=V"
  * strings); RECORD: libpspawn-record.so after the proxy (preload=auto). */
-char **pspawn_zygote_environ(const char *const extra[], char *const base[], int record);
+char **pspawn_zygote_environ(const char *const extra[], char *const base[], int record, int pip);
 /* The loader variables of ENV, copied, NULL-terminated (NULL: no memory). */
 char **pspawn_loader_env_of(char *const env[]);
 /* NULL if ENVP has the zygote's loader variables, else the name (up to
@@ -471,6 +471,7 @@ struct zygote_exec {
     int fds[ZYGOTE_EXEC_FDS], at[ZYGOTE_EXEC_FDS], nfds;
     const unsigned char *cpuset;
     int record;             /* preload=auto: the recorder preloaded too */
+    int pip;                /* a PiP root (mode=pip) */
 };
 int pspawn_zygote_exec(const struct zygote_exec *x, pid_t *pid);
 /* Wait up to TIMEOUT_MS for the ready message of the zygote PID on SOCK.
@@ -491,11 +492,13 @@ int pspawn_server_start(struct pspawn_zygote *z, int s);
 /* Take server S's ready message off its socket (SERVER_STARTING): 1 when
  * it is ready, 0 when nothing came, -1 when it failed (then lost). */
 int pspawn_server_ready(struct pspawn_zygote *z, int s);
-/* Server S is gone or useless: hang up, kill it if asked (and wait for it
- * to die, within the timeout), reap it, and never send to it again.  The
- * root takes its sub-zygotes with it; with no server left, Z falls back to
- * exec for good. */
-void pspawn_server_lost(struct pspawn_zygote *z, int s, int kill_it, const char *why);
+/* Server S is gone or useless: hang up, kill it if HOW says SERVER_KILL
+ * (and wait for it to die, within the timeout), reap it, and never send
+ * to it again.  SERVER_STOP: we stop it (destroy, exec from now on), no
+ * loss worth a word.  The root takes its sub-zygotes with it; with no
+ * server left, Z falls back to exec for good. */
+enum { SERVER_KILL = 1, SERVER_STOP = 2 };
+void pspawn_server_lost(struct pspawn_zygote *z, int s, unsigned how, const char *why);
 /* The server to send a task bound to CPUS to, or -1 if none serves. */
 int pspawn_server_for(struct pspawn_zygote *z, const unsigned char *cpus);
 

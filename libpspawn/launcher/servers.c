@@ -87,7 +87,7 @@ static void request_lost(struct batch *b, struct outstanding *o, double deadline
 void pspawn_batch_server_gone(struct batch *b, int s, int kill_it, const char *why)
 {
     struct pspawn_zygote *z = b->z;
-    pspawn_server_lost(z, s, kill_it, why);
+    pspawn_server_lost(z, s, kill_it ? SERVER_KILL : 0, why);
     b->fdgen++;
     pspawn_batch_read_reports(b);
     double deadline = pspawn_now_ms() + (z->timeout_ms > 2000 ? z->timeout_ms : 2000);

@@ -147,8 +147,7 @@ static const char *zygote_env_differs(struct pspawn_standin_client *c, int fd, i
         pspawn_options_defaults(&o);
     /* (A PiP root's loader has room for 16 namespaces: the same
      * GLIBC_TUNABLES a zygote of ours would get.) */
-    const char *const pip_extra[] = { o.pip ? PSPAWN_ENV_PIP "=1" : "", NULL };
-    char **mine = theirs ? pspawn_zygote_environ(pip_extra, environ, !strcmp(o.preload, "auto"))
+    char **mine = theirs ? pspawn_zygote_environ(NULL, environ, !strcmp(o.preload, "auto"), o.pip)
                          : NULL;
     char **loader = theirs ? pspawn_loader_env_of(theirs) : NULL;
     char **py = theirs ? pspawn_env_subset(theirs, pspawn_python_startup_var) : NULL;
@@ -310,7 +309,7 @@ pid_t pspawn_standin_start_zygote(const struct pspawn_standin_client *c, const c
                                   o.pip ? PSPAWN_ENV_PIP "=1" : "", ps.first_var, ps.modules_var, NULL };
     struct zygote_exec x = {
         .path = c->path, .argv = c->prog ? pspawn_python_exec_argv(c->prog, &ps, first_only) : NULL,
-        .extra_env = extra, .null_stdio = 1, .record = !strcmp(o.preload, "auto"),
+        .extra_env = extra, .null_stdio = 1, .record = !strcmp(o.preload, "auto"), .pip = o.pip,
         .fds = { rs[1] }, .at = { 3 }, .nfds = 1,
     };
     pid_t pid;

@@ -98,7 +98,7 @@ static int serving(const struct zygote_server *sv)
     return sv->state == SERVER_READY || sv->state == SERVER_STARTING;
 }
 
-void pspawn_server_lost(struct pspawn_zygote *z, int s, int kill_it, const char *why)
+void pspawn_server_lost(struct pspawn_zygote *z, int s, unsigned how, const char *why)
 {
     struct zygote_server *sv = &z->servers[s];
     if (sv->state == SERVER_LOST)
@@ -119,7 +119,7 @@ void pspawn_server_lost(struct pspawn_zygote *z, int s, int kill_it, const char 
     sv->sock = -1;
     if (sv->pid > 0) {
         int st = 0, reap = 1;
-        if (kill_it && pspawn_signal_server(sv, SIGKILL) != 0 && sv->pidfd >= 0) {
+        if ((how & SERVER_KILL) && pspawn_signal_server(sv, SIGKILL) != 0 && sv->pidfd >= 0) {
             struct pollfd p = { sv->pidfd, POLLIN, 0 };
             reap = poll(&p, 1, z->timeout_ms) == 1;
         }
@@ -134,15 +134,16 @@ void pspawn_server_lost(struct pspawn_zygote *z, int s, int kill_it, const char 
     close_server(sv);
     sv->state = SERVER_LOST;
     snprintf(sv->why, sizeof sv->why, "%s", why ? why : "stopped");
-    /* A stop (destroy, or exec from now on) is no loss worth a word. */
-    int stopped = !why || strcmp(why, "stopped") == 0 || strcmp(why, "stopped with its root") == 0;
+    int stopped = (how & SERVER_STOP) != 0;
     if (s > 0 && !stopped)
         pspawn_debug(z, "sub-zygote %d lost: %s", s, sv->why);
     /* Sub-zygotes watch their root and exit with it; they are ours to
      * reap. */
     if (s == 0)
         for (int k = 1; k < z->topo.ngroups; k++)
-            pspawn_server_lost(z, k, kill_it || z->servers[k].state == SERVER_READY,
+            pspawn_server_lost(z, k, (how & SERVER_STOP) |
+                                         ((how & SERVER_KILL) || z->servers[k].state == SERVER_READY
+                                          ? SERVER_KILL : 0),
                                stopped ? "stopped with its root" : "its root zygote is gone");
     int left = 0;
     for (int k = 0; k < z->topo.ngroups; k++)
@@ -158,7 +159,7 @@ void pspawn_server_lost(struct pspawn_zygote *z, int s, int kill_it, const char 
 void pspawn_zygote_lost(struct pspawn_zygote *z, int kill_it)
 {
     if (z->servers)
-        pspawn_server_lost(z, 0, kill_it, "stopped");
+        pspawn_server_lost(z, 0, SERVER_STOP | (kill_it ? SERVER_KILL : 0), "stopped");
     z->fallback = 1;
 }
 
@@ -312,7 +313,7 @@ static char **exec_environ(const struct zygote_exec *x, const char *exec_var)
         extra[0] = exec_var;
         for (size_t i = 0; i < nextra; i++)
             extra[i + 1] = x->extra_env[i];
-        env = pspawn_zygote_environ(extra, x->base_env, x->record);
+        env = pspawn_zygote_environ(extra, x->base_env, x->record, x->pip);
         free(extra);
     }
     return env;
@@ -467,6 +468,7 @@ static int exec_root(struct pspawn_zygote *z, int core, char *const envp[], cons
     struct zygote_exec x = {
         .path = z->prog.path, .argv = pspawn_python_exec_argv(&z->prog, &z->py_start, first_only),
         .base_env = envp, .extra_env = extra, .record = !strcmp(z->opts.preload, "auto"),
+        .pip = z->opts.pip,
         .fds = { sv[1], rep[1] }, .at = { zsock_fd, zreport_fd }, .nfds = 2,
         .cpuset = core >= 0 ? cpuset : NULL,
     };
