@@ -425,6 +425,10 @@ EXTRA_DIST += tests/unit/manlint.sh
 TESTS += tests/unit/child-flags.sh
 EXTRA_DIST += tests/unit/child-flags.sh
 
+# The files of each part that call each other in a circle: none new.
+TESTS += tests/unit/call-cycles.sh
+EXTRA_DIST += tests/unit/call-cycles.sh tests/unit/call-cycles.py
+
 # How libpspawn's options are split into items (getsubopt), with no zygote.
 check_PROGRAMS += tests/unit/options-items
 TESTS += tests/unit/options-items

@@ -330,6 +330,9 @@ int pspawn_standin_start_job(struct pspawn_standin_client *c, int lock_fd);
  * wait until it parked (and took its fan-out): its pid, or -1 (C's log
  * says why).  Called in its keeper (pspawn_keeper_start). */
 pid_t pspawn_standin_start_zygote(const struct pspawn_standin_client *c, const char *name);
+/* A line of C's log (standin-start.c), if C has one. */
+void pspawn_standin_say(const struct pspawn_standin_client *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* keeper.c: the process that starts a stand-in zygote and stays its
  * parent, a child subreaper that keeps its tasks' exit status should it
@@ -551,6 +554,9 @@ void pspawn_zygote_lost(struct pspawn_zygote *z, int kill_it);
 /* Returns 0 or the errno of the signal (EPERM once the caller dropped
  * the privileges the zygote still has). */
 int pspawn_signal_server(const struct zygote_server *sv, int sig);
+/* Reap server SV (through its pidfd where there is one), its wait status
+ * in *STATUS: 1, or 0 when someone else reaped it. */
+int pspawn_reap_server(struct zygote_server *sv, int *status);
 void pspawn_debug(const struct pspawn_zygote *z, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

@@ -34,19 +34,6 @@
 extern char **environ;
 
 
-static void say(const struct pspawn_standin_client *c, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void say(const struct pspawn_standin_client *c, const char *fmt, ...)
-{
-    if (!c->log)
-        return;
-    char buf[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    c->log(buf);
-}
 
 int pspawn_standin_wait_ms(void)
 {
@@ -71,7 +58,7 @@ static int squatted(const struct pspawn_standin_client *c, const char *name)
     uid_t owner;
     if (pspawn_abstract_owner(name, &owner) < 0 || owner == geteuid())
         return 0;
-    say(c, "@%s is another user's (uid %d): ignored", name, (int)owner);
+    pspawn_standin_say(c, "@%s is another user's (uid %d): ignored", name, (int)owner);
     return 1;
 }
 
@@ -93,7 +80,7 @@ static int connect_busy(const struct pspawn_standin_client *c, const char *name,
         if ((fd = connect_step(name)) >= 0 || errno != EAGAIN)
             return fd;
     }
-    say(c, "@%s takes no connection: its queue stays full", name);
+    pspawn_standin_say(c, "@%s takes no connection: its queue stays full", name);
     errno = ETIMEDOUT;
     return -1;
 }
@@ -127,7 +114,7 @@ static const char *zygote_env_differs(struct pspawn_standin_client *c, int fd, i
     c->zygote_objects = HELLO_OBJECTS_OF(h.status);
     c->zygote_python = ((uint32_t)h.status & HELLO_PYTHON) != 0;
     if ((uint32_t)h.status & HELLO_NO_ENV) {
-        say(c, "the zygote's environment is too big to send: loader variables not compared");
+        pspawn_standin_say(c, "the zygote's environment is too big to send: loader variables not compared");
         free(buf);
         return NULL;
     }
@@ -245,117 +232,25 @@ static int use_zygote(struct pspawn_standin_client *c, int fd)
         }
     }
     if (differs) {
-        say(c, "the zygote cannot serve this task: %s", differs);
+        pspawn_standin_say(c, "the zygote cannot serve this task: %s", differs);
         close(fd);
         return -1;
     }
     return fd;
 }
 
-/* The root, parked, makes its sub-zygotes for the step's CPUs on this
- * node (not only ours: task/affinity bound us to our task's), or, hearing
- * nothing but the end of the connection, serves alone. */
-static void fan_out(const struct pspawn_standin_client *c, const struct pspawn_options *o,
-                    int sock)
-{
-    struct pspawn_topology t;
-    if (o->fanout == PSPAWN_FANOUT_NONE || pspawn_topology_groups(o, 1, &t) != 0)
-        return;
-    say(c, "%s", t.describe);
-    if (t.ngroups > 1 && (errno = pspawn_fanout_send_standin(sock, &t, o)) != 0)
-        say(c, "could not send the fan-out: %s", strerror(errno));
-    pspawn_topology_free(&t);
-}
-
-/* The zygote as our child, with /dev/null as its stdio (it must not hold
- * our task's pipes open). */
-pid_t pspawn_standin_start_zygote(const struct pspawn_standin_client *c, const char *name)
-{
-    int rs[2];
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, rs) < 0)
-        return -1;
-    char listen_var[256], token_var[128], tasks_var[64], starter_var[64] = "";
-    snprintf(listen_var, sizeof listen_var, PSPAWN_ENV_LISTEN "=%s", name);
-    snprintf(token_var, sizeof token_var, PSPAWN_ENV_TOKEN "=%s", c->token);
-    snprintf(tasks_var, sizeof tasks_var, PSPAWN_ENV_TASKS "=%s",
-             c->local_tasks ? c->local_tasks : "0");
-    /* The step's options; ones that do not parse are said, and the
-     * defaults used, without fan-out. */
-    struct pspawn_options o;
-    char msg[256];
-    pspawn_options_defaults(&o);
-    if (pspawn_options_parse(&o, c->options, msg, sizeof msg) < 0) {
-        say(c, "options \"%s\": %s: the defaults, no fan-out", c->options, msg);
-        pspawn_options_defaults(&o);
-        o.fanout = PSPAWN_FANOUT_NONE;
-    }
-    if (o.pip)
-        o.python = 0;
-    /* A Python interpreter starts warm, with this task's options. */
-    struct python_start ps = { 0 };
-    if (c->prog && pspawn_python_start(&o, c->prog, c->argv, &ps) != 0)
-        memset(&ps, 0, sizeof ps);
-    char preload_var[PATH_MAX + 64] = PSPAWN_ENV_PRELOAD_LIBS "=";
-    strncat(preload_var, o.preload, PATH_MAX);
-    if (c->starter > 0)
-        snprintf(starter_var, sizeof starter_var, PSPAWN_ENV_STARTER "=%d", (int)c->starter);
-    char *first_only[2];
-    char idle_var[64] = "";
-    if (c->idle_ms > 0)
-        snprintf(idle_var, sizeof idle_var, PSPAWN_ENV_IDLE "=%ld", c->idle_ms);
-    /* (The python variables are NULL, the list's end, when not warm.) */
-    const char *const extra[] = { listen_var, token_var, tasks_var, idle_var, starter_var,
-                                  PSPAWN_ENV_SOCK "=3", o.preload[0] ? preload_var : "",
-                                  o.pip ? PSPAWN_ENV_PIP "=1" : "", ps.first_var, ps.modules_var, NULL };
-    struct zygote_exec x = {
-        .path = c->path, .argv = c->prog ? pspawn_python_exec_argv(c->prog, &ps, first_only) : NULL,
-        .extra_env = extra, .null_stdio = 1, .record = !strcmp(o.preload, "auto"), .pip = o.pip,
-        .fds = { rs[1] }, .at = { 3 }, .nfds = 1,
-    };
-    pid_t pid;
-    int err = pspawn_zygote_exec(&x, &pid);
-    pspawn_python_start_free(&ps);
-    close(rs[1]);
-    if (err) {
-        close(rs[0]);
-        say(c, "could not start the zygote: %s", err == ESTALE
-            ? "the program changed on disk since it was inspected" : strerror(err));
-        return -1;
-    }
-    struct zygote_ready ready;
-    err = pspawn_zygote_await(rs[0], pid, 120000, &ready);
-    if (err || ready.status != ZYGOTE_PARKED) {
-        close(rs[0]);
-        char why[160];
-        if (err == ETIMEDOUT)
-            snprintf(why, sizeof why, "no answer from the zygote");
-        else if (err)
-            snprintf(why, sizeof why, "the zygote died or sent no ready message");
-        else
-            pspawn_zygote_refusal(why, sizeof why, (int)ready.status, ready.detail);
-        say(c, "zygote did not park: %s", why);
-        kill(pid, SIGKILL);
-        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-            ;
-        return -1;
-    }
-    fan_out(c, &o, rs[0]);
-    close(rs[0]);
-    return pid;
-}
-
 int pspawn_standin_start_job(struct pspawn_standin_client *c, int lock_fd)
 {
     char name[200];
     snprintf(name, sizeof name, "pspawn-%s", c->key);
-    say(c, "starting the %s zygote %s", c->detach ? "launcher's" : "job's", name);
+    pspawn_standin_say(c, "starting the %s zygote %s", c->detach ? "launcher's" : "job's", name);
     c->keeper = pspawn_keeper_start(c, name, lock_fd);
     /* Waiting stand-ins connect once the lock goes; after a failure they
      * find no zygote, and exec. */
     close(lock_fd);
     if (c->keeper < 0)
         return -1;
-    say(c, "the %s zygote %d parked", c->detach ? "launcher's" : "job's", (int)c->zpid);
+    pspawn_standin_say(c, "the %s zygote %d parked", c->detach ? "launcher's" : "job's", (int)c->zpid);
     return 0;
 }
 
@@ -402,10 +297,10 @@ static int start_as_elected(struct pspawn_standin_client *c, const struct step_n
     if (fd >= 0 || err == ETIMEDOUT || err == EPERM) {
         close(lfd);
         if (err == EPERM) {
-            say(c, "%s is another user's: no zygote", n->name);
+            pspawn_standin_say(c, "%s is another user's: no zygote", n->name);
             return -1;
         }
-        say(c, "the zygote %s parked while we took its lock", n->name);
+        pspawn_standin_say(c, "the zygote %s parked while we took its lock", n->name);
         errno = err;
         return use_zygote(c, fd);
     }
@@ -415,7 +310,7 @@ static int start_as_elected(struct pspawn_standin_client *c, const struct step_n
          * has ended since (idle, evicted); nor may a stand-in start one in
          * its step, where it would die with the step. */
         close(lfd);
-        say(c, "the job's zygote %s is not there", n->name);
+        pspawn_standin_say(c, "the job's zygote %s is not there", n->name);
         return -1;
     }
     if (c->detach) {
@@ -425,7 +320,7 @@ static int start_as_elected(struct pspawn_standin_client *c, const struct step_n
         }
         return use_zygote(c, connect_busy(c, n->name, wait_ms));
     }
-    say(c, "starting the zygote %s", n->name);
+    pspawn_standin_say(c, "starting the zygote %s", n->name);
     c->keeper = pspawn_keeper_start(c, n->name, lfd);
     if (c->keeper < 0) {
         /* Tell the others to give up waiting. */
@@ -434,8 +329,8 @@ static int start_as_elected(struct pspawn_standin_client *c, const struct step_n
         return -1;
     }
     close(lfd);
-    say(c, "keeper %d keeps the zygote", (int)c->keeper);
-    say(c, "zygote %d parked", (int)c->zpid);
+    pspawn_standin_say(c, "keeper %d keeps the zygote", (int)c->keeper);
+    pspawn_standin_say(c, "zygote %d parked", (int)c->zpid);
     return use_zygote(c, connect_busy(c, n->name, wait_ms));
 }
 
@@ -452,7 +347,7 @@ static int wait_for_lock(struct pspawn_standin_client *c, const struct step_name
     int w = connect_step(n->lock);
     *result = -1;
     if (w < 0 && (errno == EPERM || (errno == EAGAIN && squatted(c, n->lock)))) {
-        say(c, "%s is another user's: no zygote", n->lock);
+        pspawn_standin_say(c, "%s is another user's: no zygote", n->lock);
         return 1;
     }
     if (w < 0)
@@ -463,10 +358,10 @@ static int wait_for_lock(struct pspawn_standin_client *c, const struct step_name
     while ((pr = poll(&p, 1, 125000)) < 0 && errno == EINTR)
         ;
     close(w);
-    say(c, "waited %.1f ms for the %szygote to park", pspawn_now_ms() - since,
+    pspawn_standin_say(c, "waited %.1f ms for the %szygote to park", pspawn_now_ms() - since,
         c->job ? "job's " : "");
     if (pr == 0) {
-        say(c, "%s is held past the zygote's start time: no zygote", n->lock);
+        pspawn_standin_say(c, "%s is held past the zygote's start time: no zygote", n->lock);
         return 1;
     }
     if ((fd = connect_busy(c, n->name, wait_ms)) >= 0 || errno == ETIMEDOUT) {
@@ -500,11 +395,11 @@ static int poll_for_zygote(struct pspawn_standin_client *c, const struct step_na
             close(f);
             if ((fd = connect_busy(c, n->name, wait_ms)) >= 0 || errno == ETIMEDOUT)
                 return use_zygote(c, fd);
-            say(c, "the zygote %s is gone", n->name);
+            pspawn_standin_say(c, "the zygote %s is gone", n->name);
             return -1;
         }
         if (errno != EADDRINUSE) {
-            say(c, "%s: %s", n->lock, strerror(errno));
+            pspawn_standin_say(c, "%s: %s", n->lock, strerror(errno));
             return -1;
         }
     }
@@ -529,7 +424,7 @@ int pspawn_standin_connect(struct pspawn_standin_client *c)
         return use_zygote(c, fd);
     c->not_at_once = 1;
     if (errno == EPERM) {
-        say(c, "%s is another user's: no zygote", n.name);
+        pspawn_standin_say(c, "%s is another user's: no zygote", n.name);
         return -1;
     }
     /* The lock listens, so that the others can wait on it: it closes once
