@@ -274,6 +274,11 @@ def _trial_child(names, w, reads):
         os.dup2(quiet, 1)
         os.dup2(quiet, 2)
         os.close(quiet)
+        # What the zygote froze (gc.freeze: a zygote that imports more
+        # between steps did) is hidden from gc.get_referrers: the holders
+        # of the streams there would not be counted.
+        import gc
+        gc.unfreeze()
         state = _process_state()
         streams = (sys.stdin, sys.stdout, sys.stderr)
         fixed = _stream_holders(streams)[1]    # holders a task cannot re-point

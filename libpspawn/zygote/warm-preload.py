@@ -5,6 +5,40 @@
 # an interception scope's), again while it is idle between them: what its
 # tasks learned since.  And what a task must know of them.
 
+def _path_keys(path):
+    """What would tell a change in what each sys.path entry's finder lists:
+    the (device, inode, ctime, mtime) of each directory (the working
+    directory for ''), None where there is none.  ctime too: a tool that
+    keeps a directory's mtime (rsync -a) still moves its ctime."""
+    keys = []
+    for d in path:
+        try:
+            st = os.stat(d or '.')
+            keys.append((st.st_dev, st.st_ino, st.st_ctime_ns, st.st_mtime_ns))
+        except (OSError, TypeError, ValueError):
+            keys.append(None)
+    return keys
+
+def _plain_finders(names):
+    """Whether the finders are the interpreter's own (and setuptools'
+    distutils hack, which answers for its own few names only), so that
+    where they find NAMES depends on sys.path's directories' listings
+    alone."""
+    bootstrap = sys.modules['_frozen_importlib']
+    external = sys.modules['_frozen_importlib_external']
+    for f in sys.meta_path:
+        if f in (bootstrap.BuiltinImporter, bootstrap.FrozenImporter, external.PathFinder):
+            continue
+        if type(f).__module__ == '_distutils_hack' and \
+                not any(hasattr(f, 'spec_for_' + n) for n in names):
+            continue
+        return False
+    zipimport = sys.modules.get('zipimport')
+    hooks = sys.path_hooks
+    return len(hooks) == 2 and zipimport is not None and hooks[0] is zipimport.zipimporter and \
+        getattr(hooks[1], '__qualname__', '').startswith('FileFinder.path_hook')
+
+
 class _Preloader:
     """The modules imported into the zygote for its tasks, and what each
     task needs of them: where they hold the standard streams, what they
@@ -30,6 +64,12 @@ class _Preloader:
         self.parked_path = list(sys.path)
         self.from_path0 = False
         self.own_sigs = 0
+        # sys.path and its directories' keys before the first import, and
+        # (lookups) what a task compares with to skip asking the finders
+        # for each preloaded name: None when it cannot.
+        self.first_path = self.first_keys = None
+        self.before_first = set()
+        self.lookups = None
 
     @staticmethod
     def given(before, after_in_child, after_in_parent):
@@ -59,6 +99,10 @@ class _Preloader:
         them): each tried in forked children first unless the cache says
         'ok'.  What was found goes to CACHE ((file, key), or None).
         Returns how many it imported."""
+        if self.first_path is None:
+            self.first_path = list(sys.path)
+            self.first_keys = _path_keys(self.first_path)
+            self.before_first = set(sys.modules)
         refused = {n: 'is_on_the_deny_list' for n in wanted if self.denied(n)}
         wanted = [n for n in wanted if n not in refused]
         untried = [n for n in wanted if verdicts.get(n, ('',))[0] != 'ok']
@@ -128,9 +172,24 @@ class _Preloader:
         self.settle()
         return imported
 
+    def to_look_up(self, path):
+        """In a task, its sys.path PATH: the preloaded top-level names
+        (name, (origin, locations)) whose finders it must ask where they
+        find them.  All of them, unless it finds them where the zygote
+        did, shown by the directories' keys (see settle): then only those
+        imported before the preloads (the bootstrap's own, imported with
+        another sys.path)."""
+        if self.lookups is not None and list(path) == self.lookups[0] and \
+                _path_keys(path) == self.lookups[1]:
+            return [kv for kv in self.resolved.items() if kv[0] in self.before_first]
+        return list(self.resolved.items())
+
     def settle(self):
         """What a task needs of what is imported now; then freeze it."""
         import gc, _signal
+        # What an earlier settle froze is hidden from gc.get_referrers,
+        # which finds the streams' holders below.
+        gc.unfreeze()
         self.preloaded = set(sys.modules)
         self.parked_path = list(sys.path)
         # What a task's own sys.path must find for the top-level names the
@@ -149,6 +208,18 @@ class _Preloader:
             if '.' in name or spec is None or getattr(spec, 'name', None) != name:
                 continue    # a submodule (its package decides), or an alias
             self.resolved[name] = (spec.origin, list(spec.submodule_search_locations or ()))
+        # A task whose sys.path is this one, each directory unchanged since
+        # before the first import (one stat each), finds every preloaded
+        # name where the zygote found it, as long as the finders go by the
+        # directories' listings alone and no namespace package spans other
+        # directories: the per-name look-up (three stats a name) is
+        # skipped.  (A regular package's own directory is watched: a
+        # change there makes the zygote stale.)
+        namespace = any(origin in (None, 'namespace') for origin, _ in self.resolved.values())
+        same = self.first_path == self.parked_path and self.first_keys is not None and \
+            _path_keys(self.parked_path) == self.first_keys
+        self.lookups = (self.parked_path, self.first_keys) \
+            if same and not namespace and _plain_finders(self.resolved) else None
         at = os.path.join(self.zygote_path0 or self.zygote_cwd, '')
         self.from_path0 = self.zygote_path0 is not None and any(
             (getattr(m, '__file__', None) or '').startswith(at) for m in list(sys.modules.values()))

@@ -361,8 +361,9 @@ def _pspawn_prepare(options_b):
                     exec_instead('a preloaded module took the script\'s directory out of sys.path')
                 sys.path[at] = path0
         # Each preloaded top-level module must be the one the task's sys.path
-        # finds, as an exec'd interpreter would import it.
-        for name, (origin, locations) in pre.resolved.items():
+        # finds, as an exec'd interpreter would import it: shown by the
+        # directories' keys where it can be, else asked of the finders.
+        for name, (origin, locations) in pre.to_look_up(sys.path):
             spec = None
             for finder in sys.meta_path:
                 find = getattr(finder, 'find_spec', None)

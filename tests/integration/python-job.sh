@@ -38,10 +38,21 @@ names = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'want')).r
 for n in names:
     m = __import__(n)
     print('%s %s %s' % (n, 'preloaded' if n in before else 'imported', m.VALUE))
+    if n == 'm_out':
+        m.say('said by m_out')
+print('threading %s, its main thread writes to our stderr: %s' % (
+    'preloaded' if 'threading' in before else 'imported',
+    getattr(threading.main_thread(), '_stderr', sys.stderr) is sys.stderr))
 print('threads %d' % threading.active_count())
 print('parent %d' % os.getppid())
 PY
 for m in a b c d; do echo "VALUE = '$m'" >"$tmp/job/m_$m.py"; done
+cat >"$tmp/job/m_out.py" <<'PY'
+import sys
+def say(msg, file=sys.stdout):
+    print(msg, file=file, flush=True)
+VALUE = 'out'
+PY
 cat >"$tmp/job/m_thread.py" <<'PY'
 import threading, time
 threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()
@@ -107,11 +118,15 @@ ok $? "step 1: m_a imported by the tasks (not learned yet), forked by the job's 
 learned ok m_a
 ok $? "once idle after step 1, the zygote tried and imported what its tasks learned" ||
     diag_file "$PSPAWN_CACHE_DIR"/python/job.py-*
-echo "m_a m_b" >"$tmp/job/want"
+echo "m_a m_b m_out" >"$tmp/job/want"
 step s2 0 0
 saw s2 0 "m_a preloaded a" && saw s2 1 "m_a preloaded a" && saw s2 0 "m_b imported b" &&
     saw s2 0 "parent $zpid" && saw s2 1 "parent $zpid"
 ok $? "step 2: m_a preloaded, by the same zygote; m_b (new in this step) imported by the task" ||
+    fails s2 job
+saw s2 0 "threading preloaded, its main thread writes to our stderr: True" &&
+    saw s2 1 "threading preloaded, its main thread writes to our stderr: True"
+ok $? "step 2: threading (learnt in step 1) preloaded, its main thread's stream the task's own" ||
     fails s2 job
 ! grep -q "exec instead\|exec fallback" "$tmp"/s2.err.*
 ok $? "step 2: no task exec'd" || fails s2.err job
@@ -120,11 +135,15 @@ ok $? "step 2: no task exec'd" || fails s2.err job
 #    its import is learned, refused by the trial between steps, and each
 #    task imports it itself, as an exec'd one does.
 learned ok m_b
-echo "m_a m_b m_thread" >"$tmp/job/want"
+echo "m_a m_b m_out m_thread" >"$tmp/job/want"
 step s3 0
 saw s3 0 "m_a preloaded a" && saw s3 0 "m_b preloaded b" && saw s3 0 "m_thread imported thread" &&
     saw s3 0 "threads 2" && saw s3 0 "parent $zpid"
 ok $? "step 3: m_a and m_b preloaded by the same zygote, m_thread imported by the task" ||
+    fails s3 job
+saw s3 0 "m_out preloaded out" && saw s3 0 "said by m_out" &&
+    saw s3 0 "threading preloaded, its main thread writes to our stderr: True"
+ok $? "step 3: m_out, learnt in step 2 and holding sys.stdout in a default argument, preloaded: it prints to the task's stdout; threading's main thread still the task's" ||
     fails s3 job
 learned started_a_thread m_thread
 ok $? "between steps 3 and 4, m_thread is tried and left out: it starts a thread" ||
@@ -174,5 +193,53 @@ if [ "$(nproc)" -ge 2 ]; then
     unset PSPAWN_SHIM_OPTIONS
 else
     skip "one CPU: no sub-zygote" "fan-out after importing between steps"
+fi
+# 5. The task's cheap look-up of the preloaded names (python-resolve.sh),
+#    once a directory changed while the zygote lives: a file added to the
+#    modules' directory has each later task ask the finders again, one
+#    look-up per name, and still get what an exec'd one gets.
+if command -v strace >/dev/null; then
+    mkdir -p "$tmp/look/mods"
+    for i in $(seq 0 29); do echo "V = $i" >"$tmp/look/mods/k$i.py"; done
+    cat >"$tmp/look/main.py" <<'PY'
+import sys
+before = set(sys.modules)
+total = sum(__import__('k%d' % i).V for i in range(30))
+print('total', total, 'preloaded', sum('k%d' % i in before for i in range(30)))
+PY
+    export PYTHONPATH="$tmp/look/mods" PYTHONDONTWRITEBYTECODE=1 PSPAWN_SHIM_KEY="$uid.$$.look"
+    timeout 60 $py "$tmp/starter.py" "$shim" --job-zygote $py "$tmp/look/main.py" >"$tmp/look.log" 2>&1
+    zpid=$(sed -n "s/.*the job's zygote \([0-9]*\) parked$/\1/p" "$tmp/look.log" | head -n 1)
+    # looked NAME: one task of the script under a stand-in, the zygote
+    # traced meanwhile; $calls: the task's calls naming look/mods.
+    looked() {
+        rm -f "$tmp/lt.$1".*
+        strace -ff -e trace=%stat,%file -o "$tmp/lt.$1" -p "$zpid" 2>/dev/null &
+        _st=$!
+        sleep 0.5
+        BARRIER=$tmp/bar/$1 BARRIER_N=1 PSPAWN_SHIM_JOB=1 timeout 60 "$shim" $py "$tmp/look/main.py" \
+            >"$tmp/$1.out" 2>"$tmp/$1.err"
+        kill -INT $_st
+        wait $_st
+        calls=$(for f in "$tmp/lt.$1".*; do grep -q 'look/main.py' "$f" && grep -c 'look/mods' "$f"; done |
+                sort -n | tail -n 1)
+    }
+    looked l1
+    wait_until 30 sh -c "cat '$PSPAWN_CACHE_DIR'/python/main.py-* 2>/dev/null | grep -qx 'ok k29 .*'"
+    looked l2
+    c2=$calls
+    grep -qx 'total 435 preloaded 30' "$tmp/l2.out" && [ -n "$c2" ] && [ "$c2" -le 8 ]
+    ok $? "a job's zygote: its task finds the 30 learnt modules preloaded, statting their directory $c2 times" ||
+        { diag_file "$tmp/l2.out"; diag_file "$tmp/l2.err"; }
+    : >"$tmp/look/mods/unrelated.txt"
+    looked l3
+    grep -qx 'total 435 preloaded 30' "$tmp/l3.out" && [ -n "$calls" ] && [ "$calls" -ge 30 ]
+    ok $? "a file added to their directory since the zygote imported: the task asks the finders again ($calls calls), and is still served warm" ||
+        { diag_file "$tmp/l3.out"; diag_file "$tmp/l3.err"; }
+    kill "$zpid" 2>/dev/null
+    unset PYTHONPATH PYTHONDONTWRITEBYTECODE
+else
+    skip "no strace" "a job's zygote's task, its look-ups before and after a directory changed"
+    skip "no strace" "a job's zygote's task, its look-ups after a directory changed"
 fi
 tap_done

@@ -158,4 +158,41 @@ same "compiled code (.pyc) as the script" forms/comp.pyc
 grep -q 'exec instead: its script is compiled code' "$tmp/w.err"
 ok $? "compiled code: exec'd, and the reason says so" || diag_file "$tmp/w.err" 5
 
+# 6. The look-up each task makes of the preloaded names, made cheap: with
+#    sys.path's directories unchanged since the zygote imported, a warm
+#    task stats each directory once instead of asking the finders for each
+#    name (three stats a name, on a shared file system a metadata request
+#    each; python-job.sh changes one while a zygote lives).  A module
+#    added under a preloaded name in the script's directory is the task's.
+mkdir -p many/mods many/run
+for i in $(seq 0 39); do echo "V = $i" >"many/mods/m$i.py"; done
+cat >many/run/main.py <<'PY'
+import sys
+total = 0
+for i in range(40):
+    total += __import__('m%d' % i).V
+print('total', total, 'm0 from', sys.modules['m0'].__file__.split('/')[-2])
+PY
+export PYTHONPATH="$tmp/many/mods" PYTHONDONTWRITEBYTECODE=1
+same "40 modules, learning" many/run/main.py
+same "40 modules, learnt" many/run/main.py
+if command -v strace >/dev/null; then
+    # The task's calls naming many/mods: the traced process that was not
+    # exec'd (pspawn and the zygote were) and read the script.
+    rm -f "$tmp/st".*
+    PSPAWN_DEBUG=1 strace -ff -e trace=%stat,%file -o "$tmp/st" "$PSPAWN_BIN" -v $py many/run/main.py \
+        >"$tmp/w.out" 2>"$tmp/w.err"
+    calls=$(for f in "$tmp/st".*; do grep -q 'execve' "$f" && continue
+                grep -q 'many/run/main.py' "$f" && grep -c 'many/mods' "$f"; done | head -n 1)
+    [ -n "$calls" ] && [ "$calls" -le 8 ] && warm_served && grep -qx 'total 780 m0 from mods' "$tmp/w.out"
+    ok $? "learnt, directories unchanged: the task stats the modules' directory $calls times for 40 preloaded names" ||
+        diag_file "$tmp/w.err" 8
+else
+    skip "no strace" "a warm task's look-ups of 40 preloaded names"
+fi
+echo 'V = 1000' >many/run/m0.py
+same "a module under a preloaded name added in the script's directory" many/run/main.py
+same "and once more" many/run/main.py
+unset PYTHONPATH PYTHONDONTWRITEBYTECODE
+
 tap_done
