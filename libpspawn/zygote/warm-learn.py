@@ -13,10 +13,11 @@ import time
 _SCRIPT, _COMMAND, _MODULE = 0, 1, 2      # wire/python.h, enum pspawn_py_run
 
 
-def _identity(kind, what, options, env, cache_dir):
+def _identity(kind, what, options, env, cache_dir, real=None):
     """The cache file and the key its first line must hold: the
     interpreter (path, device, inode, mtime), its options and start-up
-    environment, and what it runs (a script's path and mtime)."""
+    environment, and what it runs (a script's path and mtime; REAL: its
+    real path, when known)."""
     import zlib
     st = os.stat(sys.executable)
     parts = [os.path.realpath(sys.executable), st.st_dev, st.st_ino, st.st_mtime_ns]
@@ -24,7 +25,7 @@ def _identity(kind, what, options, env, cache_dir):
     parts += sorted('%s=%s' % kv for kv in env.items()
                     if kv[0].startswith(('PYTHON', 'LC_')) or kv[0] in ('LANG', 'HOME'))
     if kind == _SCRIPT:
-        path = os.path.realpath(what)
+        path = real or os.path.realpath(what)
         parts += ['script', path, os.stat(path).st_mtime_ns]
         name = os.path.basename(path)
     else:

@@ -19,6 +19,19 @@ def _path_keys(path):
             keys.append(None)
     return keys
 
+def _found(name):
+    """(origin, search locations) of what sys.meta_path finds for NAME
+    now, as the import system would look it up; None for nothing."""
+    for finder in sys.meta_path:
+        find = getattr(finder, 'find_spec', None)
+        try:
+            spec = find(name, None) if find else None
+        except Exception:
+            return None
+        if spec is not None:
+            return spec.origin, list(spec.submodule_search_locations or ())
+    return None
+
 def _plain_finders(names):
     """Whether the finders are the interpreter's own (and setuptools'
     distutils hack, which answers for its own few names only), so that
@@ -69,6 +82,7 @@ class _Preloader:
         # for each preloaded name: None when it cannot.
         self.first_path = self.first_keys = None
         self.before_first = set()
+        self.ask_anyway = set()
         self.lookups = None
 
     @staticmethod
@@ -178,10 +192,10 @@ class _Preloader:
         find them.  All of them, unless it finds them where the zygote
         did, shown by the directories' keys (see settle): then only those
         imported before the preloads (the bootstrap's own, imported with
-        another sys.path)."""
+        another sys.path) that this sys.path finds elsewhere."""
         if self.lookups is not None and list(path) == self.lookups[0] and \
                 _path_keys(path) == self.lookups[1]:
-            return [kv for kv in self.resolved.items() if kv[0] in self.before_first]
+            return [kv for kv in self.resolved.items() if kv[0] in self.ask_anyway]
         return list(self.resolved.items())
 
     def settle(self):
@@ -220,6 +234,11 @@ class _Preloader:
             _path_keys(self.parked_path) == self.first_keys
         self.lookups = (self.parked_path, self.first_keys) \
             if same and not namespace and _plain_finders(self.resolved) else None
+        # The names imported before the first preload (the bootstrap's own)
+        # were found with another sys.path: asked again here, once, with
+        # this one; those found elsewhere now each task asks itself.
+        self.ask_anyway = {name for name in self.before_first & set(self.resolved)
+                           if _found(name) != self.resolved[name]}
         at = os.path.join(self.zygote_path0 or self.zygote_cwd, '')
         self.from_path0 = self.zygote_path0 is not None and any(
             (getattr(m, '__file__', None) or '').startswith(at) for m in list(sys.modules.values()))

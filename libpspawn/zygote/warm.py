@@ -88,22 +88,22 @@ def _pspawn_prepare(options_b):
         if on:
             os.write(2, ('libpspawn: warm python: %s\n' % msg).encode('utf-8', 'replace'))
 
-    def path0_of(kind, what):
+    def path0_of(kind, what, real=None):
         if safe_path:
             return None
         if kind == COMMAND:
             return ''
         if kind == MODULE:
             return os.getcwd()
-        return os.path.dirname(os.path.realpath(what))
+        return os.path.dirname(real or os.path.realpath(what))
 
     # ---- the cache of what tasks imported, per script (warm-learn.py) ---
     cache_dir = os.path.join(env.get('PSPAWN_CACHE_DIR') or os.path.join(
         env.get('XDG_CACHE_HOME') or os.path.join(os.path.expanduser('~'), '.cache'),
         'pspawn'), 'python')
 
-    def identity(kind, what):
-        return _identity(kind, what, options, env, cache_dir)
+    def identity(kind, what, real=None):
+        return _identity(kind, what, options, env, cache_dir, real)
 
     def forget(module, why):
         """Leave MODULE out from the next run of this zygote's script."""
@@ -332,8 +332,11 @@ def _pspawn_prepare(options_b):
                 nl = source.find(b'\n')
                 source = source[nl:] if nl >= 0 else b''
             sys.argv = run
+            # (Resolved once: each name on the way is a stat, on a shared
+            # file system a metadata request.)
+            script_real = os.path.realpath(script)
             try:
-                learned[:] = identity(SCRIPT, script)
+                learned[:] = identity(SCRIPT, script, script_real)
             except OSError:
                 pass
         elif kind == COMMAND:
@@ -344,7 +347,7 @@ def _pspawn_prepare(options_b):
             sys.argv = ['-m'] + run[1 if run[0][2:] else 2:]
         if hasattr(sys, 'orig_argv'):
             sys.orig_argv = argv
-        path0 = path0_of(kind, run[0])
+        path0 = path0_of(kind, run[0], script_real if kind == SCRIPT else None)
         task_path0[0] = path0
         if path0 is not None:
             if pre.from_path0 and (path0 or os.getcwd()) != (zygote_path0 or zygote_cwd):
