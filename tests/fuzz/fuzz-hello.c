@@ -26,7 +26,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
-    char **env = pspawn_zygote_environ(NULL, environ, 0);
+    char **env = pspawn_zygote_environ(NULL, environ, 0, 0);
     FUZZ_CHECK(env != NULL, "no environment");
     for (char **e = env; *e; e++)
         own_len += strlen(*e) + 1;

@@ -21,6 +21,7 @@ int zygote_send_ready(int sock, int status, int detail)
 }
 
 void zygote_rearm_itimers(void) {}
+void zygote_record_handlers(void) {}
 
 struct task_start zygote_park(void)
 {
