@@ -131,20 +131,14 @@ int pspawn_batch_add(struct batch *b, const pspawn_task_t *tasks, size_t n,
  * created, ENOMEM, or EBUSY (a launch session has tasks in flight on Z). */
 int pspawn_run_vector(struct pspawn_zygote *z, pspawn_task_t *tasks, size_t n,
                       struct batch_call *call);
-/* Exec tasks in T_EXEC, within the step's budget; 1 if some are left. */
-int pspawn_batch_exec(struct batch *b);
-/* Task I is final: created (its pid set) or failed with ERR for REASON. */
-void pspawn_batch_settle(struct batch *b, size_t i);
-void pspawn_batch_fail(struct batch *b, size_t i, int err, const char *reason);
-/* Task I can go through no zygote: exec it. */
-void pspawn_batch_to_exec(struct batch *b, size_t i);
-void pspawn_batch_call_free(struct batch_call *call);
 
 /* request.c */
 /* The server for task I (its binding's), or exec if none serves. */
 void pspawn_batch_dispatch(struct batch *b, size_t i);
-/* Send what can be sent now, up to WINDOW requests per server. */
-void pspawn_batch_send(struct batch *b);
+/* Send server S its next request, if it has tasks waiting: 0 (B->nout
+ * tells whether one went), or an errno (EPIPE, ECONNRESET, ENOTCONN: S
+ * is gone). */
+int pspawn_batch_send_to(struct batch *b, int s);
 /* Take every report waiting in the pipe. */
 void pspawn_batch_read_reports(struct batch *b);
 /* Retire the requests that are complete. */
@@ -163,14 +157,26 @@ void pspawn_batch_server_gone(struct batch *b, int s, int kill_it, const char *w
  * the index of server S's socket there (its pidfd follows), -1 if not
  * polled. */
 void pspawn_batch_check_servers(struct batch *b, const struct pollfd *p, const int *slot);
+/* Where the per-server arrays match the context's servers (a new zygote
+ * may have a different number).  0 or ENOMEM. */
+int pspawn_batch_servers_resize(struct batch *b);
+/* Send what can be sent now, up to WINDOW requests per server. */
+void pspawn_batch_send(struct batch *b);
+
+/* settle.c */
+/* Exec tasks in T_EXEC, within the step's budget; 1 if some are left. */
+int pspawn_batch_exec(struct batch *b);
+/* Task I is final: created (its pid set) or failed with ERR for REASON. */
+void pspawn_batch_settle(struct batch *b, size_t i);
+void pspawn_batch_fail(struct batch *b, size_t i, int err, const char *reason);
+/* Task I can go through no zygote: exec it. */
+void pspawn_batch_to_exec(struct batch *b, size_t i);
+void pspawn_batch_call_free(struct batch_call *call);
 /* A task was cancelled before main: reap it when it exits. */
 void pspawn_batch_reap_later(struct batch *b, pid_t pid);
 /* Reap the cancelled tasks that exited; give up on those past their
  * deadline. */
 void pspawn_batch_reap_cancelled(struct batch *b);
-/* Where the per-server arrays match the context's servers (a new zygote
- * may have a different number).  0 or ENOMEM. */
-int pspawn_batch_servers_resize(struct batch *b);
 
 /* pipeline.c */
 void pspawn_batch_init(struct batch *b, struct pspawn_zygote *z);

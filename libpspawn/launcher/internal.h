@@ -505,8 +505,8 @@ void pspawn_server_lost(struct pspawn_zygote *z, int s, unsigned how, const char
 /* The server to send a task bound to CPUS to, or -1 if none serves. */
 int pspawn_server_for(struct pspawn_zygote *z, const unsigned char *cpus);
 
-/* context.c: the zygote handle.  The launch engine (batch.h: vector.c,
- * request.c, pipeline.c, servers.c) reads a context's zygote state
+/* handle.c: the zygote handle.  The launch engine (batch.h: vector.c,
+ * pipeline.c, servers.c, request.c, settle.c) reads a context's zygote state
  * (servers[], report_r, timeout_ms, stale, fallback) but changes it only
  * through these calls, the per-server ones below them (pspawn_server_ready,
  * pspawn_server_lost), and pspawn_fallback (why tasks are exec'd).  The
@@ -530,6 +530,12 @@ int pspawn_zygote_current(struct pspawn_zygote *z);
  * Leaves Z in fallback with the reason where the new one cannot serve.
  * 0 or ENOMEM (then Z is in fallback for good). */
 int pspawn_zygote_restart(struct pspawn_zygote *z);
+/* LAUNCH (a synchronous call's engine, or a session's) holds Z: the one
+ * reader of its report pipe while its tasks are in flight.  0, or EBUSY
+ * while another launch holds it. */
+int pspawn_zygote_claim(struct pspawn_zygote *z, const void *launch);
+/* LAUNCH lets Z go, if it holds it. */
+void pspawn_zygote_release(struct pspawn_zygote *z, const void *launch);
 
 /* fanout.c (launcher side): the groups and their sub-zygotes. */
 /* Z's groups from its options and the topology, and a server for each

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Requests to the zygote servers: each task to the server of its group
- * (the root or a sub-zygote), up to WINDOW requests in flight per server,
- * all servers at once; the reports of every server's tasks come in on the
+ * (the root or a sub-zygote), up to WINDOW requests in flight per server
+ * (servers.c sends), all servers at once; the reports of every server's tasks come in on the
  * one pipe they share; a request is retired once each of its tasks said
  * what became of it.  A task not created yet can be cancelled through its
  * go word: exactly one of its release and its cancel wins.
@@ -21,8 +21,6 @@
 #include "batch.h"
 #include "go.h"
 #include "pidfd.h"
-
-#define WINDOW 3 /* requests in flight per server: it always has the next one */
 
 /* The CPUs task I is bound to (into BUF): its own, else its call's. */
 static const unsigned char *task_cpus(const struct batch *b, size_t i, unsigned char *buf)
@@ -68,7 +66,7 @@ void pspawn_batch_dispatch(struct batch *b, size_t i)
 /* Encode the next up to PSPAWN_REQ_MAX tasks of server S (all of one
  * call: a request carries one caller's state) and send them.  Returns 0
  * (also when S has nothing to send), or an errno. */
-static int send_request(struct batch *b, int s)
+int pspawn_batch_send_to(struct batch *b, int s)
 {
     if (b->nout == b->capout) {
         int cap = b->capout ? 2 * b->capout : 8;
@@ -118,32 +116,6 @@ static int send_request(struct batch *b, int s)
         pspawn_zygote_heard(b->z, s, 0);
     b->nout++;
     return 0;
-}
-
-void pspawn_batch_send(struct batch *b)
-{
-    struct pspawn_zygote *z = b->z;
-    for (int s = 0; s < b->nservers && z->servers; s++) {
-        while (server_serving(&z->servers[s]) && b->inflight[s] < WINDOW) {
-            int before = b->nout;
-            int err = send_request(b, s);
-            if (err == EPIPE || err == ECONNRESET || err == ENOTCONN) {
-                pspawn_batch_server_gone(b, s, 0, "zygote died (its socket is closed)");
-                break;
-            }
-            if (err) {
-                /* Not the zygote's fault (no memory for a request...):
-                 * these tasks go by exec, the zygote stays. */
-                pspawn_fallback(z, 0, "could not build a request: %s", strerror(err));
-                for (size_t i = b->cursor[s]; i < b->n; i++)
-                    if (b->task[i].state == T_TODO && b->task[i].server == s)
-                        pspawn_batch_to_exec(b, i);
-                break;
-            }
-            if (b->nout == before)
-                break;  /* nothing more for it */
-        }
-    }
 }
 
 static struct outstanding *find_request(struct batch *b, uint32_t id)

@@ -4,8 +4,9 @@
  * ready (start=lazy), dies or hangs.  A server that is gone loses no task
  * and runs none twice: what it released runs, what it still held is
  * cancelled (such a task exits 127 before main) and goes to another
- * server or to exec.  The tasks cancelled before main are reaped here,
- * without waiting for them.
+ * server or to exec.  And what is sent to them: up to WINDOW requests in
+ * flight per server (request.c builds each); one whose socket is closed
+ * is gone.
  */
 #include "config.h"
 
@@ -22,6 +23,8 @@
 #include "batch.h"
 #include "go.h"
 #include "pidfd.h"
+
+#define WINDOW 3 /* requests in flight per server: it always has the next one */
 
 int pspawn_batch_servers_resize(struct batch *b)
 {
@@ -141,52 +144,28 @@ void pspawn_batch_check_servers(struct batch *b, const struct pollfd *p, const i
     }
 }
 
-static void reap_blocking(pid_t pid)
+void pspawn_batch_send(struct batch *b)
 {
-    int st;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-        ;
-}
-
-void pspawn_batch_reap_later(struct batch *b, pid_t pid)
-{
-    int fd = pspawn_pidfd_open_reapable(pid);
-    if (fd >= 0 && b->ncancelled == b->capcancelled) {
-        size_t cap = b->capcancelled ? 2 * b->capcancelled : 16;
-        struct cancelled_task *v = realloc(b->cancelled, cap * sizeof *v);
-        if (v) {
-            b->cancelled = v;
-            b->capcancelled = cap;
+    struct pspawn_zygote *z = b->z;
+    for (int s = 0; s < b->nservers && z->servers; s++) {
+        while (server_serving(&z->servers[s]) && b->inflight[s] < WINDOW) {
+            int before = b->nout;
+            int err = pspawn_batch_send_to(b, s);
+            if (err == EPIPE || err == ECONNRESET || err == ENOTCONN) {
+                pspawn_batch_server_gone(b, s, 0, "zygote died (its socket is closed)");
+                break;
+            }
+            if (err) {
+                /* Not the zygote's fault (no memory for a request...):
+                 * these tasks go by exec, the zygote stays. */
+                pspawn_fallback(z, 0, "could not build a request: %s", strerror(err));
+                for (size_t i = b->cursor[s]; i < b->n; i++)
+                    if (b->task[i].state == T_TODO && b->task[i].server == s)
+                        pspawn_batch_to_exec(b, i);
+                break;
+            }
+            if (b->nout == before)
+                break;  /* nothing more for it */
         }
-    }
-    if (fd < 0 || b->ncancelled == b->capcancelled) {
-        /* No pidfd (or no memory to keep it): it exits right after its
-         * setup, wait for that here. */
-        if (fd >= 0)
-            close(fd);
-        reap_blocking(pid);
-        return;
-    }
-    fcntl(fd, F_SETFD, FD_CLOEXEC);
-    double limit = b->z->timeout_ms > 2000 ? b->z->timeout_ms : 2000;
-    b->cancelled[b->ncancelled++] = (struct cancelled_task){ pid, fd, pspawn_now_ms() + limit };
-    b->fdgen++;
-}
-
-void pspawn_batch_reap_cancelled(struct batch *b)
-{
-    double now = pspawn_now_ms();
-    for (size_t i = 0; i < b->ncancelled;) {
-        struct cancelled_task *c = &b->cancelled[i];
-        int status;
-        /* By its pidfd: a caller that reaps every child itself may have
-         * reaped it, and its pid be another's now. */
-        if (pspawn_pidfd_try_reap(c->pidfd, &status) == 0 && now < c->deadline) {
-            i++;
-            continue;
-        }
-        close(c->pidfd);
-        b->cancelled[i] = b->cancelled[--b->ncancelled];
-        b->fdgen++;
     }
 }

@@ -240,8 +240,8 @@ static void arm_timer(pspawn_session_t *s)
  * the fd watches what the engine now waits on. */
 static void after_change(pspawn_session_t *s)
 {
-    if (!pspawn_batch_busy(&s->b) && s->z->in_use == &s->b)
-        s->z->in_use = NULL;
+    if (!pspawn_batch_busy(&s->b))
+        pspawn_zygote_release(s->z, &s->b);
     watch_engine(s);
     arm_timer(s);
 }
@@ -375,7 +375,7 @@ int pspawn_session_submit(pspawn_session_t *s, const pspawn_task_t *tasks, size_
     s->counts.tasks += n;
     s->counts.pending += n;
     s->events_to_come += n * (s->flags & PSPAWN_SESSION_REAP ? 2 : 1);
-    s->z->in_use = &s->b;
+    pspawn_zygote_claim(s->z, &s->b);     /* (not another's: asked above) */
     err = pspawn_batch_add(&s->b, tasks, n, call);
     if (err) {
         pspawn_batch_call_free(call);
@@ -502,8 +502,7 @@ void pspawn_session_destroy(pspawn_session_t *s)
         return;
     /* Busy, it holds the context (after_change): it may drain. */
     pspawn_batch_free(&s->b);
-    if (s->z->in_use == &s->b)
-        s->z->in_use = NULL;
+    pspawn_zygote_release(s->z, &s->b);
     for (size_t i = 0; i < s->counts.tasks; i++)
         if (s->task[i].exit_pidfd >= 0)
             close(s->task[i].exit_pidfd);

@@ -3,9 +3,11 @@
  * The vector spawn: what may go through the zygotes (not a changed binary,
  * not a caller whose privileges, session or loader variables differ from
  * the zygote's) goes there (request.c); everything else, and everything
- * they did not create, is a plain exec, once.  The synchronous calls
- * drive the engine here until every task is final; the launch session
- * (session.c) drives the same engine from its fd.
+ * they did not create, is a plain exec, once (settle.c).  The
+ * synchronous calls drive the engine here until every task is final; the
+ * launch session (session.c) drives the same engine from its fd.  The
+ * engine's first stage: it calls the loop (pipeline.c) and the stages
+ * below it, never back.
  */
 #include "config.h"
 
@@ -18,62 +20,6 @@
 
 #include "batch.h"
 #include "pidfd.h"
-
-void pspawn_batch_call_free(struct batch_call *call)
-{
-    if (!call)
-        return;
-    if (call->dup_fds)
-        for (int k = 0; k < call->c.nfds; k++)
-            close(call->c.fds[k]);
-    pspawn_strv_free(call->environ_copy);
-    pspawn_attr_destroy(&call->attr);
-    free(call);
-}
-
-void pspawn_batch_settle(struct batch *b, size_t i)
-{
-    struct batch_task *t = &b->task[i];
-    if (t->state == T_DONE)
-        return;
-    if (t->state == T_EXEC)
-        b->nexec--;
-    t->state = T_DONE;
-    b->unsettled--;
-    free(t->zargv);
-    t->zargv = NULL;
-    /* The fds the call's tasks take: no task will take them any more. */
-    struct batch_call *call = t->call;
-    if (--call->unsettled == 0 && call->dup_fds) {
-        for (int k = 0; k < call->c.nfds; k++)
-            close(call->c.fds[k]);
-        call->dup_fds = 0;
-    }
-    if (b->settled)
-        b->settled(b->settled_arg, i);
-}
-
-void pspawn_batch_fail(struct batch *b, size_t i, int err, const char *reason)
-{
-    b->task[i].t.pid = -1;
-    b->task[i].t.error = err;
-    b->task[i].reason = reason;
-    pspawn_batch_settle(b, i);
-}
-
-void pspawn_batch_to_exec(struct batch *b, size_t i)
-{
-    if (b->draining) {
-        pspawn_batch_fail(b, i, ECANCELED, "cancelled before it was created");
-        return;
-    }
-    if (b->task[i].state == T_EXEC || b->task[i].state == T_DONE)
-        return;
-    b->task[i].state = T_EXEC;
-    b->nexec++;
-    if (i < b->next_exec)
-        b->next_exec = i;
-}
 
 /* binfmt_script: the interpreter words, then the script's path in place
  * of argv[0], then argv[1...].  0 or ENOMEM. */
@@ -277,59 +223,16 @@ int pspawn_batch_add(struct batch *b, const pspawn_task_t *tasks, size_t n,
     return 0;
 }
 
-/* A plain exec of task I. */
-static void exec_task(struct batch *b, size_t i)
-{
-    pspawn_task_t *t = &b->task[i].t;
-    const struct call *c = &b->task[i].call->c;
-    unsigned char cpuset[PSPAWN_CPUSET_BYTES];
-    const unsigned char *cs = NULL;
-    if (t->cpuset) {
-        memset(cpuset, 0, sizeof cpuset);
-        memcpy(cpuset, t->cpuset, t->cpusetsize < sizeof cpuset ? t->cpusetsize : sizeof cpuset);
-        cs = cpuset;
-    }
-    int err = pspawn_exec_task(&t->pid, b->z->prog.path, c, i, cs, t->argv, task_envp(b, i));
-    if (err) {
-        pspawn_batch_fail(b, i, err, "its exec failed (or its setup before the exec)");
-        return;
-    }
-    if (c->user_flags & PSPAWN_PIDFD) {
-        t->pidfd = (int)syscall(SYS_pidfd_open, t->pid, 0);
-        if (t->pidfd >= 0)
-            fcntl(t->pidfd, F_SETFD, FD_CLOEXEC);
-    }
-    pspawn_batch_settle(b, i);
-}
-
-int pspawn_batch_exec(struct batch *b)
-{
-    double stop = b->exec_budget_ms > 0 ? pspawn_now_ms() + b->exec_budget_ms : 0;
-    size_t i = b->next_exec;
-    for (; b->nexec > 0 && i < b->n; i++) {
-        if (b->task[i].state != T_EXEC)
-            continue;
-        exec_task(b, i);
-        if (stop && pspawn_now_ms() >= stop) {
-            i++;
-            break;
-        }
-    }
-    b->next_exec = i;
-    return b->nexec > 0;
-}
-
 int pspawn_run_vector(struct pspawn_zygote *z, pspawn_task_t *tasks, size_t n,
                       struct batch_call *call)
 {
     /* A session with tasks in flight reads the context's report pipe. */
-    if (z->in_use) {
+    struct batch b;
+    pspawn_batch_init(&b, z);
+    if (pspawn_zygote_claim(z, &b)) {
         pspawn_batch_call_free(call);
         return EBUSY;
     }
-    struct batch b;
-    pspawn_batch_init(&b, z);
-    z->in_use = &b;
     int err = pspawn_batch_add(&b, tasks, n, call);
     if (err)
         pspawn_batch_call_free(call);
@@ -344,6 +247,6 @@ int pspawn_run_vector(struct pspawn_zygote *z, pspawn_task_t *tasks, size_t n,
             first_err = tasks[i].error;
     }
     pspawn_batch_free(&b);
-    z->in_use = NULL;
+    pspawn_zygote_release(z, &b);
     return first_err;
 }

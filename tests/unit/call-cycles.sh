@@ -16,7 +16,7 @@ py=${TESTS_PYTHON:-/usr/bin/python3}
 finder=$TESTS_SRCDIR/../unit/call-cycles.py
 
 # The circles of today, one per line, files sorted (call-cycles.py's form).
-known_launcher="context pipeline request servers vector"
+known_launcher=""
 known_zygote="fanout park parse pip pip-image preload python python-embed selfcheck serve standin standin-subs task watch"
 known_intercept="intercept predict"
 known_spank="pspawn_slurmstepd pspawn_spank pspawn_srun"
