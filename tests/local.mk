@@ -265,7 +265,7 @@ EXTRA_DIST += \
 	tests/integration/python-resolve.sh \
 	tests/integration/python-state.sh tests/integration/python-frames.sh \
 	tests/integration/python-job.sh \
-	tests/fixtures/python/probe.py \
+	tests/fixtures/python/probe.py tests/fixtures/python/job-starter.py \
 	tests/fixtures/4nodes-2allowed.xml \
 	tests/integration/prefault.sh \
 	tests/fixtures/taplib.sh \

@@ -81,20 +81,12 @@ done
 
 # 2. A job's zygote (reuse=job), started by pspawn-shim --job-zygote as
 #    the plugin starts it (holding the lock name), killed under 2 tasks.
-cat >"$tmp/starter.py" <<'EOF'
-import os, socket, sys
-lock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-lock.bind("\0pspawn-%s.lock" % os.environ["PSPAWN_SHIM_KEY"])
-lock.listen(64)
-os.set_inheritable(lock.fileno(), True)
-os.environ["PSPAWN_SHIM_LOCK_FD"] = str(lock.fileno())
-os.execv(sys.argv[1], sys.argv[1:])
-EOF
+starter=$TESTS_SRCDIR/python/job-starter.py
 for k in host 6.1; do
     case " $kernels " in *" $k "*) ;; *) continue ;; esac
     export PSPAWN_SHIM_KEY="$uid.$$.job.$k" PSPAWN_SHIM_LOCAL_TASKS=0 PSPAWN_SHIM_IDLE_MS=1000
     rm -f "$tmp"/j.*
-    on "$k" /usr/bin/python3 "$tmp/starter.py" "$shim" --job-zygote "$task" hold 0 2 2>"$tmp/j.starter"
+    on "$k" /usr/bin/python3 "$starter" "$shim" --job-zygote "$task" hold 0 2 2>"$tmp/j.starter"
     src=$?
     zpid=$(sed -n "s/.*the job's zygote \([0-9]*\) parked$/\1/p" "$tmp/j.starter" | head -n 1)
     for i in 0 1; do
@@ -115,7 +107,7 @@ done
 
 # 3. A job's zygote not killed: once idle it ends, and its keeper with it.
 export PSPAWN_SHIM_KEY="$uid.$$.jobidle" PSPAWN_SHIM_IDLE_MS=500
-/usr/bin/python3 "$tmp/starter.py" "$shim" --job-zygote "$task" exit 0 2>"$tmp/ji.starter"
+/usr/bin/python3 "$starter" "$shim" --job-zygote "$task" exit 0 2>"$tmp/ji.starter"
 PSPAWN_SHIM_JOB=1 timeout 30 "$shim" "$task" exit 7 2>"$tmp/ji.err"
 rc=$?
 for _ in $(seq 50); do pgrep -f "job-zygote $task exit 0" >/dev/null || break; sleep 0.1; done

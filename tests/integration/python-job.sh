@@ -59,21 +59,13 @@ threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()
 VALUE = 'thread'
 PY
 
-cat >"$tmp/starter.py" <<'EOF'
-import os, socket, sys
-lock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-lock.bind("\0pspawn-%s.lock" % os.environ["PSPAWN_SHIM_KEY"])
-lock.listen(64)
-os.set_inheritable(lock.fileno(), True)
-os.environ["PSPAWN_SHIM_LOCK_FD"] = str(lock.fileno())
-os.execv(sys.argv[1], sys.argv[1:])
-EOF
+starter=$TESTS_SRCDIR/python/job-starter.py
 
 # start KEY: the job's zygote of the script, its pid in $zpid; its log
 # (its debug lines, the starter's) in $tmp/KEY.log.
 start() {
     export PSPAWN_SHIM_KEY="$uid.$$.$1" PSPAWN_SHIM_LOCAL_TASKS=0 PSPAWN_SHIM_IDLE_MS=20000
-    timeout 60 $py "$tmp/starter.py" "$shim" --job-zygote $py "$tmp/job/job.py" \
+    timeout 60 $py "$starter" "$shim" --job-zygote $py "$tmp/job/job.py" \
         >"$tmp/$1.log" 2>&1
     zpid=$(sed -n "s/.*the job's zygote \([0-9]*\) parked$/\1/p" "$tmp/$1.log" | head -n 1)
     [ -n "$zpid" ]
@@ -208,7 +200,7 @@ total = sum(__import__('k%d' % i).V for i in range(30))
 print('total', total, 'preloaded', sum('k%d' % i in before for i in range(30)))
 PY
     export PYTHONPATH="$tmp/look/mods" PYTHONDONTWRITEBYTECODE=1 PSPAWN_SHIM_KEY="$uid.$$.look"
-    timeout 60 $py "$tmp/starter.py" "$shim" --job-zygote $py "$tmp/look/main.py" >"$tmp/look.log" 2>&1
+    timeout 60 $py "$starter" "$shim" --job-zygote $py "$tmp/look/main.py" >"$tmp/look.log" 2>&1
     zpid=$(sed -n "s/.*the job's zygote \([0-9]*\) parked$/\1/p" "$tmp/look.log" | head -n 1)
     # looked NAME: one task of the script under a stand-in, the zygote
     # traced meanwhile; $calls: the task's calls naming look/mods.
