@@ -123,57 +123,60 @@ class _Preloader:
         posix = sys.modules['posix']
         os.register_at_fork = posix.register_at_fork = self.register_at_fork
         self.importing = True
-        if untried:
-            refused.update({n: v for n, v in _trial(untried, _ImportReads(self.env)).items()
-                            if v != 'ok'})
-        # What the modules print at their import goes to each task's own
-        # standard output and error, at its start, as an exec'd one prints
-        # it: caught here (fds 1 and 2, memory files meanwhile), not
-        # printed once by the zygote.
-        caught = []
-        for out in (sys.stdout, sys.stderr):
-            if out is not None:
-                out.flush()
-        for fd in (1, 2):
-            try:
-                os.fstat(fd)
-                held = os.memfd_create('pspawn-import-output', os.MFD_CLOEXEC)
-            except (OSError, AttributeError):
-                continue
-            caught.append((fd, os.dup(fd), held))
-            os.dup2(held, fd)
-        self.reads.recording(True)
-        imported = 0
-        for name in wanted:
-            if name in refused:
-                continue
-            self.reads.importing = name
-            try:
-                __import__(name)
-            except BaseException as e:
-                refused[name] = 'does_not_import_(%s)' % type(e).__name__
-                continue
-            imported += 1
-            # Learnt from another file than this one (changed between
-            # runs): served now (the zygote has today's), left out from the
-            # next run.
-            learnt = verdicts.get(name, (None, '-'))[1]
-            now = _file_identity(_file_of(sys.modules.get(name)))
-            if learnt != '-' and now != learnt:
-                refused[name] = 'changed_between_runs'
-        self.importing = False
-        self.reads.recording(False)
-        os.register_at_fork = posix.register_at_fork = self.real_register_at_fork
-        for out in (sys.stdout, sys.stderr):
-            if out is not None:
-                out.flush()
-        for fd, saved, held in caught:
-            os.dup2(saved, fd)
-            os.close(saved)
-            size = os.lseek(held, 0, os.SEEK_END)
-            if size:
-                self.import_output.append((fd, os.pread(held, size, 0)))
-            os.close(held)
+        caught, imported = [], 0
+        # (Put back whatever fails: a zygote that imports between steps
+        # goes on serving.)
+        try:
+            if untried:
+                refused.update({n: v for n, v in _trial(untried, _ImportReads(self.env)).items()
+                                if v != 'ok'})
+            # What the modules print at their import goes to each task's own
+            # standard output and error, at its start, as an exec'd one prints
+            # it: caught here (fds 1 and 2, memory files meanwhile), not
+            # printed once by the zygote.
+            for out in (sys.stdout, sys.stderr):
+                if out is not None:
+                    out.flush()
+            for fd in (1, 2):
+                try:
+                    os.fstat(fd)
+                    held = os.memfd_create('pspawn-import-output', os.MFD_CLOEXEC)
+                except (OSError, AttributeError):
+                    continue
+                caught.append((fd, os.dup(fd), held))
+                os.dup2(held, fd)
+            self.reads.recording(True)
+            for name in wanted:
+                if name in refused:
+                    continue
+                self.reads.importing = name
+                try:
+                    __import__(name)
+                except BaseException as e:
+                    refused[name] = 'does_not_import_(%s)' % type(e).__name__
+                    continue
+                imported += 1
+                # Learnt from another file than this one (changed between
+                # runs): served now (the zygote has today's), left out from the
+                # next run.
+                learnt = verdicts.get(name, (None, '-'))[1]
+                now = _file_identity(_file_of(sys.modules.get(name)))
+                if learnt != '-' and now != learnt:
+                    refused[name] = 'changed_between_runs'
+        finally:
+            self.importing = False
+            self.reads.recording(False)
+            os.register_at_fork = posix.register_at_fork = self.real_register_at_fork
+            for out in (sys.stdout, sys.stderr):
+                if out is not None:
+                    out.flush()
+            for fd, saved, held in caught:
+                os.dup2(saved, fd)
+                os.close(saved)
+                size = os.lseek(held, 0, os.SEEK_END)
+                if size:
+                    self.import_output.append((fd, os.pread(held, size, 0)))
+                os.close(held)
         if cache and (untried or refused):
             merged = dict(verdicts)
             merged.update({n: ['ok', _file_identity(_file_of(sys.modules.get(n))) or '-']
