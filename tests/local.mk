@@ -132,7 +132,7 @@ tests_integration_ctor_state_LDFLAGS = $(driver_link_flags)
 
 check_PROGRAMS += tests/integration/parity-api-state tests/integration/parity-api-attrs tests/integration/parity-api-calls \
 	tests/integration/children tests/integration/fallback-program tests/integration/fallback-state tests/integration/fallback-creds \
-	tests/integration/errors tests/integration/zygote-kill \
+	tests/integration/errors tests/integration/zygote-kill tests/integration/report-late \
 	tests/integration/soak tests/integration/python-fallback
 
 # API parity, in three programs: the launcher's own state, the attributes,
@@ -176,6 +176,10 @@ tests_integration_zygote_kill_SOURCES = tests/integration/zygote-kill.c tests/fi
 tests_integration_zygote_kill_CFLAGS = $(AM_CFLAGS) -pthread
 tests_integration_zygote_kill_LDADD = libpspawn/libpspawn.la
 tests_integration_zygote_kill_LDFLAGS = $(driver_link_flags) -pthread
+tests_integration_report_late_SOURCES = tests/integration/report-late.c tests/fixtures/tap.h
+tests_integration_report_late_CFLAGS = $(AM_CFLAGS) -pthread
+tests_integration_report_late_LDADD = libpspawn/libpspawn.la
+tests_integration_report_late_LDFLAGS = $(driver_link_flags) -pthread
 
 # Sub-zygotes for real: only where hwloc makes them.
 if HAVE_HWLOC
@@ -233,6 +237,7 @@ SH_LOG_COMPILER = $(SHELL)
 # The longest first, so that make -j spreads them.
 TESTS += \
 	tests/integration/zygote-kill \
+	tests/integration/report-late \
 	tests/integration/cli-timeout.sh \
 	tests/integration/standin.sh \
 	tests/integration/soak \

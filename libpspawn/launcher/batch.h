@@ -61,7 +61,8 @@ struct outstanding {
     unsigned char cancelled[PSPAWN_REQ_MAX];    /* caught before it ran */
     int done, refusal, detail;
     int lost;               /* its server is gone: no DONE will come */
-    double deadline;        /* lost: how long released tasks may take to report */
+    double deadline;        /* lost: how long released tasks may take to say
+                             * how their setup ended */
     struct encoded_request req;
 };
 
@@ -141,6 +142,9 @@ void pspawn_batch_dispatch(struct batch *b, size_t i);
 int pspawn_batch_send_to(struct batch *b, int s);
 /* Take every report waiting in the pipe. */
 void pspawn_batch_read_reports(struct batch *b);
+/* The tasks of request O whose slot says they are set up, not yet taken:
+ * the caller's.  At its record, or while its server is lost. */
+void pspawn_batch_take_ready(struct batch *b, struct outstanding *o);
 /* Retire the requests that are complete. */
 void pspawn_batch_retire(struct batch *b);
 /* Cancel every task not created yet; returns how many. */

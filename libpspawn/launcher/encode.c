@@ -171,6 +171,8 @@ int pspawn_encode_request(struct encoded_request *r, const struct call *c,
         close(fd);
         return e;
     }
+    /* Its K tasks and its zygote count themselves out (protocol.h). */
+    go->left = (uint32_t)k + 1;
     struct wire_request *w = (struct wire_request *)base;
     put_call_state(w, c, pgroup, token);
     put_call_data(base, c, &l);

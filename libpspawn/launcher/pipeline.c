@@ -16,6 +16,8 @@
 
 #include "batch.h"
 
+#define LOST_LOOK_MS 5
+
 void pspawn_batch_init(struct batch *b, struct pspawn_zygote *z)
 {
     memset(b, 0, sizeof *b);
@@ -51,9 +53,16 @@ double pspawn_batch_deadline(const struct batch *b)
         if (due < 0 || limit < due)
             due = limit;
     }
-    for (int i = 0; i < b->nout; i++)
-        if (b->out[i].lost && (due < 0 || b->out[i].deadline < due))
-            due = b->out[i].deadline;
+    /* A lost request's record may never come: its slots are looked at
+     * every LOST_LOOK_MS until its deadline. */
+    double look = b->nout ? pspawn_now_ms() + LOST_LOOK_MS : 0;
+    for (int i = 0; i < b->nout; i++) {
+        if (!b->out[i].lost)
+            continue;
+        double d = b->out[i].deadline < look ? b->out[i].deadline : look;
+        if (due < 0 || d < due)
+            due = d;
+    }
     for (size_t i = 0; i < b->ncancelled; i++)
         if (due < 0 || b->cancelled[i].deadline < due)
             due = b->cancelled[i].deadline;

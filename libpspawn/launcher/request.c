@@ -2,10 +2,13 @@
 /*
  * Requests to the zygote servers: each task to the server of its group
  * (the root or a sub-zygote), up to WINDOW requests in flight per server
- * (servers.c sends), all servers at once; the reports of every server's tasks come in on the
- * one pipe they share; a request is retired once each of its tasks said
- * what became of it.  A task not created yet can be cancelled through its
- * go word: exactly one of its release and its cancel wins.
+ * (servers.c sends), all servers at once.  What became of the tasks
+ * comes in on the one pipe every server shares: one record per request
+ * once all its tasks are set up (each says how in its slot of the go
+ * block), and one per task that failed, before it.  A request is retired
+ * once each of its tasks is accounted for.  A task not created yet can be
+ * cancelled through its go word: exactly one of its release and its
+ * cancel wins.
  */
 #include "config.h"
 
@@ -156,6 +159,23 @@ static void created(struct batch *b, struct outstanding *o, int j, pid_t pid)
     pspawn_batch_settle(b, i);
 }
 
+void pspawn_batch_take_ready(struct batch *b, struct outstanding *o)
+{
+    for (int j = 0; j < o->k; j++) {
+        /* A cancelled task is set up too, then exits: reaped once
+         * retired. */
+        if (o->seen[j] || o->cancelled[j] ||
+            __atomic_load_n(&o->req.go->setup[j], __ATOMIC_ACQUIRE) != SETUP_READY)
+            continue;
+        /* The kernel wrote its pid before it ran. */
+        pid_t pid = __atomic_load_n(&o->req.go->pid[j], __ATOMIC_ACQUIRE);
+        if (pid <= 0)
+            continue;
+        o->seen[j] = 1;
+        created(b, o, j, pid);
+    }
+}
+
 static void take_report(struct batch *b, const struct task_report *r)
 {
     struct outstanding *o = find_request(b, r->req);
@@ -167,21 +187,25 @@ static void take_report(struct batch *b, const struct task_report *r)
         if (r->err) {
             o->refusal = r->err;
             o->detail = r->pid;
+        } else {
+            /* Every task of it has said how its setup ended. */
+            pspawn_batch_take_ready(b, o);
         }
         return;
     }
-    /* A cancelled task reports too, then exits: reaped once retired. */
+    /* A task's own record says that it failed.  A cancelled task's is
+     * dropped: it exits, and is reaped once retired. */
     if (r->index >= (uint32_t)o->k || o->seen[r->index] || o->cancelled[r->index])
         return;
     /* A record no task of ours wrote is dropped (the request then ends
      * as lost): the kernel wrote each cloned task's pid in the go block
      * before it ran, a failed clone has none, and errnos are small. */
     int32_t cloned = __atomic_load_n(&o->req.go->pid[r->index], __ATOMIC_ACQUIRE);
-    if (r->err < 0 || r->err >= 4096 || (r->pid > 0 ? r->pid != cloned : !r->err || cloned > 0))
+    if (r->err <= 0 || r->err >= 4096 || (r->pid > 0 ? r->pid != cloned : cloned > 0))
         return;
     o->seen[r->index] = 1;
     size_t i = o->idx[r->index];
-    if (r->err && r->pid <= 0) {
+    if (r->pid <= 0) {
         /* The zygote could not clone it (EAGAIN, ENOMEM: the zygote's own
          * limits or memory): no task exists, an exec may still make one. */
         pspawn_fallback(b->z, 0, "task %zu: the zygote could not create it (%s)", i,
@@ -189,15 +213,11 @@ static void take_report(struct batch *b, const struct task_report *r)
         pspawn_batch_to_exec(b, i);
         return;
     }
-    if (r->err) {
-        /* The task failed its own setup (as the exec path would have) and
-         * exits at once: reap it, the caller never sees its pid. */
-        reap(r->pid);
-        pspawn_batch_fail(b, i, r->err, "its setup failed in the zygote's clone, where an "
-                          "exec'd task's would have");
-        return;
-    }
-    created(b, o, (int)r->index, r->pid);
+    /* The task failed its own setup (as the exec path would have) and
+     * exits at once: reap it, the caller never sees its pid. */
+    reap(r->pid);
+    pspawn_batch_fail(b, i, r->err, "its setup failed in the zygote's clone, where an "
+                      "exec'd task's would have");
 }
 
 void pspawn_batch_read_reports(struct batch *b)
@@ -288,6 +308,9 @@ void pspawn_batch_retire(struct batch *b)
     double now = pspawn_now_ms();
     for (int i = 0; i < b->nout;) {
         struct outstanding *o = &b->out[i];
+        /* No record may come for it: look at its slots. */
+        if (o->lost)
+            pspawn_batch_take_ready(b, o);
         int open = 0;
         for (int j = 0; j < o->k; j++)
             open += !o->seen[j] && !o->cancelled[j];

@@ -72,6 +72,9 @@ static void request_lost(struct batch *b, struct outstanding *o, double deadline
 {
     o->lost = 1;
     o->deadline = deadline;
+    /* Its record may never come (the zygote died before it counted
+     * itself out): a task whose slot says it is set up is the caller's. */
+    pspawn_batch_take_ready(b, o);
     for (int j = 0; j < o->k; j++) {
         /* Reported: it is the caller's, released by us if the zygote
          * died before it could. */

@@ -39,3 +39,18 @@ uint32_t pspawn_go_wait(uint32_t *go, int (*gone)(const void *arg), const void *
             return GO_HOLD;
     }
 }
+
+int pspawn_go_arrive(struct wire_go *go, uint32_t index, uint32_t setup)
+{
+    if (index >= PSPAWN_REQ_MAX)
+        return 0;
+    __atomic_store_n(&go->setup[index], setup, __ATOMIC_RELEASE);
+    return pspawn_go_count_out(go);
+}
+
+int pspawn_go_count_out(struct wire_go *go)
+{
+    /* Release: what this process wrote (its slot) is seen by the one that
+     * finds the count at zero, and so by the launcher it tells. */
+    return __atomic_sub_fetch(&go->left, 1, __ATOMIC_ACQ_REL) == 0;
+}

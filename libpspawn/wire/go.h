@@ -23,4 +23,16 @@ int pspawn_go_swap(uint32_t *go, uint32_t v);
  * Async-signal-safe. */
 uint32_t pspawn_go_wait(uint32_t *go, int (*gone)(const void *arg), const void *arg);
 
+struct wire_go;
+
+/* In a task of a direct zygote (or in the zygote, for a task it could not
+ * clone): say in slot INDEX how its setup ended (SETUP_READY or
+ * SETUP_FAILED), then count it out of the request.  Returns 1 if that
+ * made the count zero: the caller writes the request's record. */
+int pspawn_go_arrive(struct wire_go *go, uint32_t index, uint32_t setup);
+
+/* In the zygote, once it has cloned what it could and let go of the
+ * request: count itself out.  Returns 1 if that made the count zero. */
+int pspawn_go_count_out(struct wire_go *go);
+
 #endif

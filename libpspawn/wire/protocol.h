@@ -8,11 +8,17 @@
  * SCM_RIGHTS, the memfd that holds the request (first) and the fds the
  * tasks' file actions take from the launcher.
  *
- * Reports: one pipe per context, shared by all its zygotes.  Every task
- * writes one task_report (its pid and the result of its setup) before it
- * goes on; the zygote writes one more per request (index
- * PSPAWN_REPORT_DONE) once it has cloned what it could.  Records are
- * smaller than PIPE_BUF, so writes from many processes never interleave.
+ * Reports: one pipe per context, shared by all its zygotes, and one
+ * record (task_report, index PSPAWN_REPORT_DONE) per request, so that the
+ * launcher wakes once per request, not once per task.  Each task says in
+ * its slot of the go block how its setup ended (setup[i]) and counts
+ * itself out of the request (left); the zygote counts itself out once it
+ * has cloned what it could and let go of the request.  Whoever brings the
+ * count to zero, a task or the zygote, writes the request's record.  A
+ * task whose setup failed, or one the zygote could not clone, also gets a
+ * record of its own (its errno), written before it is counted out, so
+ * that the launcher reads it before the request's.  Records are smaller
+ * than PIPE_BUF, so writes from many processes never interleave.
  *
  * The request memfd is sealed against shrinking and growing
  * (F_SEAL_SHRINK|F_SEAL_GROW): its sender cannot fault the zygote by
@@ -45,7 +51,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define PSPAWN_MAGIC        0x70737079u /* "psp" + version 'y' */
+#define PSPAWN_MAGIC        0x7073707au /* "psp" + version 'z' */
 #define PSPAWN_FANOUT_MAGIC 0x70737046u /* "pspF" */
 #define PSPAWN_REQ_MAX      64
 #define PSPAWN_FD_MAX       64          /* fds passed per request */
@@ -190,9 +196,10 @@ enum { CTOR_STATE_UMASK = 1000, CTOR_STATE_NICE = 1001 };   /* or a resource */
 struct task_report {
     uint32_t req;           /* request id */
     uint32_t index;         /* task index in the request, or PSPAWN_REPORT_DONE */
-    int32_t pid;            /* task pid (or, for DONE: tasks cloned) */
-    int32_t err;            /* 0, errno of the setup (task exits), or for
-                             * DONE a request_refusal, detail in pid */
+    int32_t pid;            /* the failed task's pid (-1: not cloned); for
+                             * DONE, a refusal's detail */
+    int32_t err;            /* the errno of the task's setup (it exits) or
+                             * clone; for DONE 0 or a request_refusal */
 };
 
 /* Request message.  Its fds: the request's memfd, its go block's memfd
@@ -277,12 +284,19 @@ struct wire_procstate {
 };
 
 enum { GO_HOLD = 0, GO_RUN = 1, GO_CANCEL = 2, GO_WAITING = 3 };
+/* How a task's setup ended, in its slot of the go block. */
+enum { SETUP_PENDING = 0, SETUP_READY = 1, SETUP_FAILED = 2 };
 
 /* The go block: the only memory a request's sender and its zygote and
  * tasks share. */
 struct wire_go {
     uint32_t go[PSPAWN_REQ_MAX];    /* futex words, one per task */
     int32_t pid[PSPAWN_REQ_MAX];    /* each task's pid, written by clone */
+    uint32_t setup[PSPAWN_REQ_MAX]; /* SETUP_*, written before it counts out */
+    /* Not yet counted out: the request's tasks plus its zygote; the
+     * sender sets it (ntasks + 1). */
+    uint32_t left;
+    uint32_t pad;
 };
 
 /* Layout of the request memfd. Offsets are from its start. */

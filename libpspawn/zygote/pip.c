@@ -135,8 +135,7 @@ static long futex(_Atomic int *addr, int op, int val, const struct timespec *ts)
 
 void zygote_pip_prepare(void)
 {
-    const char *d = getenv("PSPAWN_DEBUG");
-    pip.debug = d && *d && strcmp(d, "0") != 0;
+    pip.debug = pspawn_debug_wanted();
     parked.pip = 0;
     int why = zygote_pip_image(&pip.image);
     if (!why) {
@@ -331,8 +330,8 @@ static int task_main(void *arg)
     int fds[PSPAWN_FD_MAX + 2];
     struct task_start ts;
     unsigned long arg_start;
-    zygote_task_begin(my.base, my.size, my.id, my.index, &s, fds, my.tmpl, my.nfds, my.standin,
-                      &ts, &arg_start);
+    zygote_task_begin(my.base, my.size, go, my.id, my.index, &s, fds, my.tmpl, my.nfds,
+                      my.standin, &ts, &arg_start);
     /* What it needs of the request once the zygote has dropped it. */
     const struct wire_request head = *(const struct wire_request *)my.base;
     const struct wire_task *t = (const struct wire_task *)(my.base + head.tasks) + my.index;

@@ -218,8 +218,7 @@ void zygote_exit(int code)
 
 void zygote_say(const char *fmt, ...)
 {
-    const char *debug = getenv("PSPAWN_DEBUG");
-    if (!debug || !*debug || strcmp(debug, "0") == 0)
+    if (!pspawn_debug_wanted())
         return;
     va_list ap;
     va_start(ap, fmt);
@@ -229,20 +228,17 @@ void zygote_say(const char *fmt, ...)
 
 void zygote_exit_stale(const char *library)
 {
-    const char *debug = getenv("PSPAWN_DEBUG");
     /* In a group of our own, a write to a terminal with tostop set would
      * stop us. */
     signal(SIGTTOU, SIG_IGN);
-    if (debug && *debug && strcmp(debug, "0") != 0)
-        fprintf(stderr, "libpspawn: zygote %d: %s was replaced on disk: exiting (its tasks are "
-                "exec'd from now on)\n", (int)getpid(), library);
+    zygote_say("%s was replaced on disk: exiting (its tasks are exec'd from now on)", library);
     zygote_exit(ZYGOTE_EXIT_STALE);
 }
 
 /* Clone the request's tasks.  Returns 1 in a task (with *ts filled), 0 in
- * the zygote, which has let go of the request before it reports it done:
- * once the launcher has every request done, the zygote holds none of their
- * fds. */
+ * the zygote, which has let go of the request before it counts itself out
+ * of it: once the launcher has every request done, the zygote holds none
+ * of their fds. */
 static int serve_request(char *base, size_t size, struct wire_go *go, int go_fd, uint32_t id,
                          int *fds, int nfds, struct task_start *ts)
 {
@@ -265,13 +261,19 @@ static int serve_request(char *base, size_t size, struct wire_go *go, int go_fd,
             *ts = zygote_task_main(base, size, go, id, i, &tmpl, nfds, 0);
             return 1;
         }
-        if (pid < 0)
+        if (pid < 0) {
             zygote_report(parked.report, id, i, -1, errno);
-        else if (!(w->flags & REQ_LAUNCHER_GO))
+            if (pspawn_go_arrive(go, i, SETUP_FAILED))
+                zygote_report(parked.report, id, PSPAWN_REPORT_DONE, 0, 0);
+        } else if (!(w->flags & REQ_LAUNCHER_GO)) {
             pspawn_go_swap(&go->go[i], GO_RUN);
+        }
     }
-    zygote_drop_request(base, size, go, fds, nfds);
-    zygote_report(parked.report, id, PSPAWN_REPORT_DONE, (int32_t)ntasks, 0);
+    zygote_drop_request(base, size, NULL, fds, nfds);
+    /* Our tasks may all be set up already: then we say it. */
+    if (pspawn_go_count_out(go))
+        zygote_report(parked.report, id, PSPAWN_REPORT_DONE, 0, 0);
+    munmap(go, sizeof *go);
     return 0;
 }
 

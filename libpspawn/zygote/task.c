@@ -231,7 +231,7 @@ void zygote_task_wait_go(const struct wire_request *w, struct wire_go *go, uint3
         _exit(127);
 }
 
-void zygote_task_begin(char *base, size_t size, uint32_t id, uint32_t index,
+void zygote_task_begin(char *base, size_t size, struct wire_go *go, uint32_t id, uint32_t index,
                        struct child_setup *s, int *fds, const struct child_setup *tmpl, int nfds,
                        int standin, struct task_start *ts, unsigned long *arg_start)
 {
@@ -268,7 +268,14 @@ void zygote_task_begin(char *base, size_t size, uint32_t id, uint32_t index,
         }
         close(report_fd);
     } else {
-        zygote_report(report_fd, id, index, (int32_t)getpid(), err);
+        /* The launcher has our pid (the go block): it hears of us once
+         * per request, unless we failed.  A failure's own record is
+         * written before we count ourselves out, so that it comes before
+         * the request's. */
+        if (err)
+            zygote_report(report_fd, id, index, (int32_t)getpid(), err);
+        if (pspawn_go_arrive(go, index, err ? SETUP_FAILED : SETUP_READY))
+            zygote_report(report_fd, id, PSPAWN_REPORT_DONE, 0, 0);
         if (err)
             _exit(127);
     }
@@ -295,7 +302,7 @@ struct task_start zygote_task_main(char *base, size_t size, struct wire_go *go, 
     struct task_start ts;
     unsigned long arg_start;
     parked.in_task = 1;
-    zygote_task_begin(base, size, id, index, &s, fds, tmpl, nfds, standin, &ts, &arg_start);
+    zygote_task_begin(base, size, go, id, index, &s, fds, tmpl, nfds, standin, &ts, &arg_start);
     if (!standin || (w->flags & REQ_HOLD)) {
         zygote_task_wait_go(w, go, index, standin);
         if (standin)

@@ -227,9 +227,10 @@ struct task_start zygote_task_main(char *base, size_t size, struct wire_go *go, 
                                    int standin);
 /* The part of zygote_task_main a PiP task shares: S and FDS (room for
  * PSPAWN_FD_MAX + 2) become this task's setup, applied; its argv and
- * environ laid out in *TS; its pid (direct) or a failure (stand-in)
- * reported.  Exits 127 on failure. */
-void zygote_task_begin(char *base, size_t size, uint32_t id, uint32_t index,
+ * environ laid out in *TS; the result in its slot of GO and the task
+ * counted out of its request (direct), or a failure told (stand-in).
+ * Exits 127 on failure. */
+void zygote_task_begin(char *base, size_t size, struct wire_go *go, uint32_t id, uint32_t index,
                        struct child_setup *s, int *fds, const struct child_setup *tmpl, int nfds,
                        int standin, struct task_start *ts, unsigned long *arg_start);
 /* Wait for go[INDEX] of the request W heads; exits 127 if cancelled or

@@ -92,11 +92,10 @@ static size_t build(char *base, size_t cap, unsigned flags, const char *tag)
 /* Read reports for request ID until its DONE and every task it cloned
  * has reported (or 5 s).  Returns its err (a refusal) and the task's pid
  * in *PID (0 if none reported). */
-static int await_done(uint32_t id, pid_t *pid)
+static int await_done(uint32_t id, struct wire_go *go, pid_t *pid)
 {
-    int done = -2, cloned = 0, reported = 0;
     *pid = 0;
-    for (int waited = 0; waited < 5000 && (done == -2 || reported < cloned);) {
+    for (int waited = 0; waited < 5000;) {
         struct pollfd p = { report, POLLIN, 0 };
         if (poll(&p, 1, 100) <= 0) {
             waited += 100;
@@ -105,18 +104,14 @@ static int await_done(uint32_t id, pid_t *pid)
         struct task_report r;
         if (read(report, &r, sizeof r) != (ssize_t)sizeof r)
             return -1;
-        if (r.req != id)
+        /* A task's own record says it failed; the request's comes last. */
+        if (r.req != id || r.index != PSPAWN_REPORT_DONE)
             continue;
-        if (r.index == PSPAWN_REPORT_DONE) {
-            done = r.err;
-            cloned = r.err ? 0 : r.pid;
-            continue;
-        }
-        reported++;
-        if (!r.err)
-            *pid = r.pid;
+        if (!r.err && go && __atomic_load_n(&go->setup[0], __ATOMIC_ACQUIRE) == SETUP_READY)
+            *pid = __atomic_load_n(&go->pid[0], __ATOMIC_ACQUIRE);
+        return r.err;
     }
-    return done;
+    return -2;
 }
 
 /* Send one request: its memfd (sealed or not, SHORT bytes short of what
@@ -132,6 +127,8 @@ static uint32_t send_request(unsigned flags, int seal, size_t shortby, size_t go
     memcpy(m, buf, size - shortby);
     munmap(m, size - shortby);
     struct wire_go *go = memfd(gosize, goseal, &gofd);
+    if (go && gosize == sizeof *go)
+        go->left = 2;   /* its task and the zygote count themselves out */
     struct request_msg msg = { PSPAWN_MAGIC, next_id++, (uint32_t)size, (uint32_t)nfds_said };
     int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
     int fds[5] = { fd, gofd, 0, null, 2 };     /* the task prints: not into our TAP */
@@ -216,14 +213,16 @@ int main(void)
         snprintf(tag, sizeof tag, "bad%zu", i);
         uint32_t id = send_request(0, bad[i].seal, bad[i].shortby, bad[i].gosize, bad[i].goseal,
                                    bad[i].nfds_said, tag, NULL);
-        int r = await_done(id, &pid);
+        int r = await_done(id, NULL, &pid);
         tap_ok(r == REFUSE_MALFORMED && pid == 0 && kill(zygote, 0) == 0,
                "%s: refused as malformed (%d), no task, the zygote alive", bad[i].what, r);
     }
 
     /* A good request still runs, once. */
-    uint32_t id = send_request(0, 1, 0, sizeof(struct wire_go), 1, 3, "good", NULL);
-    int r = await_done(id, &pid);
+    struct wire_go *go;
+    uint32_t id = send_request(0, 1, 0, sizeof(struct wire_go), 1, 3, "good", &go);
+    int r = await_done(id, go, &pid);
+    munmap(go, sizeof *go);
     int st = -1;
     if (pid > 0)
         waitpid(pid, &st, 0);
@@ -232,9 +231,8 @@ int main(void)
            "%d runs)", r, (int)pid, st, runs_of("good"));
 
     /* REQ_LAUNCHER_GO: held until we release it. */
-    struct wire_go *go;
     id = send_request(REQ_LAUNCHER_GO, 1, 0, sizeof(struct wire_go), 1, 3, "held", &go);
-    r = await_done(id, &pid);
+    r = await_done(id, go, &pid);
     struct timespec d = { 0, 300 * 1000000L };
     nanosleep(&d, NULL);
     int held = pid > 0 && runs_of("held") == 0 && waitpid(pid, &st, WNOHANG) == 0;
