@@ -335,8 +335,10 @@ static void free_options(void)
     free(opt.bind_list);
 }
 
-/* The signals we pass on to the tasks, and SIGCHLD, wake the loop through
- * sigpipe_fds.  0, or -1 (said). */
+/* The signals we pass on to the tasks wake the loop through sigpipe_fds,
+ * and so does SIGCHLD once the tasks are launched (watch_children): until
+ * then a task's exit waits, a zombie, without waking the launch for
+ * nothing.  0, or -1 (said). */
 static int catch_signals(void)
 {
     if (pipe2(sigpipe_fds, O_CLOEXEC | O_NONBLOCK) < 0) {
@@ -357,9 +359,21 @@ static int catch_signals(void)
             continue;
         sigaction(fwd[i], &sa, NULL);
     }
-    sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
-    sigaction(SIGCHLD, &sa, NULL);
+    /* Not ignored (then the kernel would reap our tasks for us, and they
+     * would start with it ignored), not caught yet. */
+    signal(SIGCHLD, SIG_DFL);
     return 0;
+}
+
+/* From now on a task's exit wakes the loop. */
+static void watch_children(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGCHLD, &sa, NULL);
 }
 
 /* The context for PATH (TARGV its command line).  0 or an errno. */
@@ -559,6 +573,7 @@ int main(int argc, char **argv)
         signal(SIGTTOU, SIG_IGN);
         gave_tty = tcsetpgrp(0, pgid) == 0;
     }
+    watch_children();
     int timed_out = supervise(tasks, pfd, running, t1);
     free(pfd);
     if (gave_tty)
