@@ -73,6 +73,7 @@
 #include "nolibc.h"
 #include "predict.h"
 #include "route.h"
+#include "sayline.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -555,8 +556,7 @@ __attribute__((constructor)) static void intercept_init(void)
     cfg.posix_spawn = (spawn_fn)intercept_next("posix_spawn");
     cfg.posix_spawnp = (spawn_fn)intercept_next("posix_spawnp");
     cfg.kill = (kill_fn)intercept_next("kill");
-    const char *dbg = getenv("PSPAWN_DEBUG");
-    cfg.debug = dbg && *dbg && strcmp(dbg, "0") != 0;
+    cfg.debug = pspawn_debug_wanted();
     if (env_off(ROUTE_ENV_OFF))
         return;
     const char *standin = getenv(ROUTE_ENV_STANDIN);

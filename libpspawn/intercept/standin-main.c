@@ -363,8 +363,7 @@ int main(int argc, char **argv)
 {
     /* What the start costs from here, routed (gain.h): our exec, so far. */
     uint64_t cpu_us = gain_cpu_us(), t0_us = gain_now_us();
-    const char *dbg = getenv("PSPAWN_DEBUG");
-    debug = dbg && *dbg && strcmp(dbg, "0") != 0;
+    debug = pspawn_debug_wanted();
     char *path = take_var(ROUTE_ENV_EXEC);
     if (!path || argc < 1 || !argv[0]) {
         fprintf(stderr, "pspawn-standin: started by libpspawn-intercept.so, not by hand\n");

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "batch.h"
+#include "sayline.h"
 
 extern char **environ;
 
@@ -63,7 +64,7 @@ static int create(pspawn_context_t *ctx, const char *path, int core, char *const
         z->opts.python = 0;
     z->start_core = core;
     z->report_r = -1;
-    z->debug = pspawn_env_true("PSPAWN_DEBUG");
+    z->debug = pspawn_debug_wanted();
     z->timeout_ms = 10000;
     const char *t = getenv("PSPAWN_TIMEOUT");
     if (t && *t && pspawn_timeout_parse(t, &z->timeout_ms)) {

@@ -19,6 +19,7 @@
 
 #include "internal.h"
 #include "pidfd.h"
+#include "sayline.h"
 
 void pspawn_debug(const struct pspawn_zygote *z, const char *fmt, ...)
 {
@@ -29,7 +30,7 @@ void pspawn_debug(const struct pspawn_zygote *z, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "libpspawn: %s: %s\n", z->prog.path ? z->prog.path : "?", buf);
+    pspawn_say_line("libpspawn", "%s: %s", z->prog.path ? z->prog.path : "?", buf);
 }
 
 void pspawn_fallback(struct pspawn_zygote *z, int for_good, const char *fmt, ...)

@@ -204,10 +204,10 @@ __attribute__((unused)) static void check_reason(const char *name, const pspawn_
 
     tap_ok(reason && strstr(reason, word), "%s: reason mentions \"%s\"", name, word);
     tap_diag("    reason: %s", reason ? reason : "(none)");
-    /* PSPAWN_DEBUG=1: a line "libpspawn: ..." with the reason on stderr
+    /* PSPAWN_DEBUG=1: a line "libpspawn[PID] TIME: ..." with the reason on stderr
      * (o->err holds what was printed while creating and spawning). */
     {
-        const char *line = strstr(o->err, "libpspawn:");
+        const char *line = strstr(o->err, "libpspawn[");
         int found = 0;
         while (line && !found) {
             const char *nl = strchr(line, '\n');
@@ -215,7 +215,7 @@ __attribute__((unused)) static void check_reason(const char *name, const pspawn_
             char *copy = strndup(line, len);
             found = (line == o->err || line[-1] == '\n') && strstr(copy, word);
             free(copy);
-            line = strstr(line + 1, "libpspawn:");
+            line = strstr(line + 1, "libpspawn[");
         }
         tap_ok(found, "%s: PSPAWN_DEBUG=1 prints the reason on stderr", name);
         if (!found)

@@ -253,7 +253,9 @@ elif mode == "kill-shim":
     shim.kill()
     shim.wait()
     taker = 0
-    for _ in range(50):                 # the shim's pid, to another process
+    # The shim's pid, to another process.  Another process may take it
+    # between our write and our fork (make -j, a loaded machine): again.
+    for _ in range(2000):
         with open("/proc/sys/kernel/ns_last_pid", "w") as f:
             f.write(str(shim.pid - 1))
         taker = os.fork()
