@@ -52,105 +52,6 @@ extern char **environ;
 /* An fd of the launcher's cgroup, at this number in an exec'd sub-zygote. */
 #define TASK_CGROUP_AT 1021
 
-static int any_cpu(const unsigned char *cpus)
-{
-    for (size_t i = 0; i < PSPAWN_CPUSET_BYTES; i++)
-        if (cpus[i])
-            return 1;
-    return 0;
-}
-
-/* Move the pages only we map in private mappings to NODE: written ones,
- * and the relocated copies that RELRO has made read-only since.  Those
- * still shared copy-on-write with our maker stay where they are (moving
- * them needs MPOL_MF_MOVE_ALL, and would take them from our siblings).
- * Returns how many moved. */
-static long move_private_pages(int node)
-{
-    FILE *f = fopen("/proc/self/maps", "re");
-    if (!f)
-        return 0;
-    long page = sysconf(_SC_PAGESIZE), moved = 0, looked = 0;
-    enum { BATCH = 1024 };
-    void **pages = malloc(BATCH * sizeof *pages);
-    int *nodes = malloc(BATCH * sizeof *nodes), *status = malloc(BATCH * sizeof *status);
-    char line[512];
-    int n = 0;
-    while (pages && nodes && status && fgets(line, sizeof line, f)) {
-        unsigned long start, end;
-        char perm[8];
-        if (sscanf(line, "%lx-%lx %7s", &start, &end, perm) != 3 || perm[3] != 'p')
-            continue;
-        for (unsigned long a = start; a < end && looked < (1L << 20); a += (unsigned long)page) {
-            pages[n] = (void *)a;
-            nodes[n] = node;
-            looked++;
-            if (++n < BATCH && !(a + (unsigned long)page >= end))
-                continue;
-            /* A page busy at that moment (under load) is tried once more. */
-            for (int tries = 0; n > 0 && tries < 2; tries++) {
-                if (syscall(SYS_move_pages, 0, (unsigned long)n, pages, nodes, status,
-                            MPOL_MF_MOVE) < 0)
-                    break;
-                int busy = 0;
-                for (int i = 0; i < n; i++) {
-                    moved += status[i] == node;
-                    if (status[i] == -EBUSY || status[i] == -EAGAIN)
-                        pages[busy++] = pages[i];
-                }
-                n = busy;
-            }
-            n = 0;
-        }
-    }
-    fclose(f);
-    free(pages);
-    free(nodes);
-    free(status);
-    return moved;
-}
-
-/* A forked sub-zygote's node, until it has moved its pages a second time
- * (zygote_settle_pages); -1 after, and in every other zygote. */
-static int settle_node = -1;
-static int making_children;
-
-/* A forked sub-zygote shares its maker's pages copy-on-write.  Each one
- * the maker writes after the fork (while it makes our siblings, or serves
- * its first requests) becomes ours alone, but stays on the maker's node:
- * zygote_become_group, right after the fork, could not move it yet.  So
- * before the first task we make, when the maker has done most of that,
- * we move what is ours alone once more.  (Pages the maker splits off
- * later stay where they are, as those still shared with it do.) */
-void zygote_settle_pages(void)
-{
-    if (settle_node < 0 || making_children)
-        return;
-    move_private_pages(settle_node);
-    settle_node = -1;
-}
-
-void zygote_become_group(const struct wire_group *g)
-{
-    parked.group = g->index;
-    if (any_cpu(g->cpus) &&
-        sched_setaffinity(0, PSPAWN_CPUSET_BYTES, (const cpu_set_t *)g->cpus) == 0)
-        memcpy(parked.cpuset, g->cpus, sizeof parked.cpuset);
-    if (g->node < 0 || g->node >= PSPAWN_NODEMASK_BYTES * 8)
-        return;
-    unsigned long mask[PSPAWN_NODEMASK_BYTES / sizeof(unsigned long)] = { 0 };
-    mask[g->node / (8 * sizeof mask[0])] |= 1UL << (g->node % (8 * sizeof mask[0]));
-    /* Preferred, not bound: a full node must not fail the zygote.  (The
-     * kernel reads one bit less than it is told.) */
-    if (syscall(SYS_set_mempolicy, MPOL_PREFERRED, mask,
-                (unsigned long)PSPAWN_NODEMASK_BYTES * 8 + 1) == 0) {
-        parked.mempolicy = MPOL_PREFERRED;
-        memcpy(parked.nodemask, mask, sizeof parked.nodemask);
-        parked.have_mempolicy = 1;
-    }
-    move_private_pages(g->node);
-}
-
 /* ---- the libraries, copied for a group (subzygote=replicate) ---------- */
 
 struct objects {
@@ -343,8 +244,8 @@ static int prepare_exec(struct sub_exec *x, int chan, const struct wire_group *g
     x->setup = (struct child_setup){
         .actions = x->actions, .nactions = n, .fds = x->fds, .nfds = nfds,
         .sig_default = ~UINT64_C(0),
-        .cpuset = any_cpu(g->cpus) ? g->cpus
-                  : any_cpu(parked.launch_cpuset) ? parked.launch_cpuset : NULL,
+        .cpuset = zygote_any_cpu(g->cpus) ? g->cpus
+                  : zygote_any_cpu(parked.launch_cpuset) ? parked.launch_cpuset : NULL,
         .flags = parked.launch_mempolicy >= 0 ? REQ_MEMPOLICY : 0,
         .mempolicy = parked.launch_mempolicy,
         .nodemask = parked.launch_nodemask,
@@ -423,7 +324,7 @@ static pid_t replicated_exec(const struct wire_fanout *f, struct wire_group *g,
     if (f->subzygote == PSPAWN_SUB_CGROUP &&
         join_cgroup(fds[f->cgroup_dir], f->cgroup_prefix, g->index) < 0)
         _exit(127);
-    if (any_cpu(g->cpus))
+    if (zygote_any_cpu(g->cpus))
         sched_setaffinity(0, PSPAWN_CPUSET_BYTES, (const cpu_set_t *)g->cpus);
     if (g->node >= 0 && g->node < PSPAWN_NODEMASK_BYTES * 8) {
         unsigned long mask[PSPAWN_NODEMASK_BYTES / sizeof(unsigned long)] = { 0 };
@@ -476,8 +377,7 @@ static int forked_sub(struct wire_fanout *f, const struct wire_group *g, int cha
     parked.groups = NULL;
     parked.ngroups = 0;
     zygote_become_group(g);
-    if (g->node >= 0 && g->node < PSPAWN_NODEMASK_BYTES * 8)
-        settle_node = g->node;
+    zygote_settle_pages_later(g->node);
     if (make_children(f, g->index, fds, nfds, standin))
         return 1;
     keep_only(chan);
@@ -492,7 +392,7 @@ static int make_children(struct wire_fanout *f, int me, int *fds, int nfds, int 
     int null = open("/dev/null", O_RDWR | O_CLOEXEC);
     pid_t root = parked.root ? parked.root : getpid();
     unsigned long extra = standin ? 0 : CLONE_PARENT;
-    making_children = 1;    /* the clones here are no tasks */
+    zygote_making_subs(1);     /* the clones here are no tasks */
     for (uint32_t i = 0; i < f->ngroups; i++) {
         struct wire_group *g = &f->groups[i];
         if (g->parent != me || g->index == me)
@@ -514,7 +414,7 @@ static int make_children(struct wire_fanout *f, int me, int *fds, int nfds, int 
                 if (pair[0] >= 0)
                     close(pair[0]);
                 close(null);
-                making_children = 0;
+                zygote_making_subs(0);
                 return forked_sub(f, g, chan, root, fds, nfds, standin);
             }
         } else {
@@ -542,7 +442,7 @@ static int make_children(struct wire_fanout *f, int me, int *fds, int nfds, int 
     }
     if (null >= 0)
         close(null);
-    making_children = 0;
+    zygote_making_subs(0);
     return 0;
 }
 

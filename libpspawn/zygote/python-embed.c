@@ -241,7 +241,9 @@ static void __attribute__((noreturn)) run_task(py_object *parking, py_object *ta
     exit(rc);
 }
 
-int zygote_python_refresh(unsigned long long *own_sigs)
+/* The bootstrap's refresh: how many modules it imported; *OWN_SIGS as the
+ * bootstrap's start gave them. */
+static int refresh_imports(unsigned long long *own_sigs)
 {
     py_object *r = refresh ? py.call(refresh, NULL) : NULL;
     if (!r) {
@@ -258,6 +260,38 @@ int zygote_python_refresh(unsigned long long *own_sigs)
     }
     return n > 0 ? (int)n : 0;
 }
+
+/* A zygote that serves more than one step, idle between them: the
+ * modules its tasks learned since, imported, and what the park recorded
+ * of the process recorded again for them.  How many; -1 when it can no
+ * longer fork (a module left a thread). */
+static int between_steps(void)
+{
+    /* The imports see what they saw at the start: the zygote's working
+     * directory (a parked zygote holds none, park.c). */
+    if (parked.cwd_released && chdir(parked.cwd) != 0)
+        return 0;
+    unsigned long long own = 0;
+    int n = refresh_imports(&own);
+    if (parked.cwd_released && chdir("/") != 0)
+        return -1;
+    if (n <= 0)
+        return 0;
+    if (zygote_thread_count() != 1)
+        return -1;
+    zygote_python_record_again(own);
+    zygote_libraries_watch();
+    fflush(NULL);
+    return n;
+}
+
+/* What the warm interpreter plugs into the park. */
+static const struct zygote_mode python_mode = {
+    .before_fork = zygote_python_before_fork,
+    .after_fork_parent = zygote_python_after_fork_parent,
+    .task_signals = zygote_python_task_signals,
+    .between_steps = between_steps,
+};
 
 int zygote_python_main(int argc, char **argv, char **envp)
 {
@@ -298,6 +332,6 @@ int zygote_python_main(int argc, char **argv, char **envp)
     py.decref(opts);
     unsigned long long own_sigs = py.as_ull(py.tuple_item(parking, 0));
     refresh = py.tuple_item(parking, 2);
-    zygote_python_park(own_sigs);
+    zygote_python_park(own_sigs, &python_mode);
     run_task(parking, py.tuple_item(parking, 1), flush);
 }

@@ -5,7 +5,8 @@
  * main: python-embed.c starts the interpreter itself and runs the
  * bootstrap (warm-learn.py, warm.py), which imports the preload modules;
  * then the zygote parks here: the same park and the same serving as before
- * main, with os.fork's interpreter hooks around each clone.  The functions
+ * main, with os.fork's interpreter hooks around each clone (the mode's
+ * hooks, which python-embed.c plugs into the park: parked.mode).  The functions
  * the bootstrap calls (through ctypes) are the proxy's only exports
  * besides __libc_start_main.
  */
@@ -49,13 +50,13 @@ void zygote_python_find_fork_hooks(void)
 
 void zygote_python_before_fork(void)
 {
-    if (parked.python_warm && before_fork)
+    if (before_fork)
         before_fork();
 }
 
 void zygote_python_after_fork_parent(void)
 {
-    if (parked.python_warm && after_fork_parent)
+    if (after_fork_parent)
         after_fork_parent();
 }
 
@@ -67,9 +68,10 @@ EXPORT void pspawn_python_watch(const char *path)
     zygote_watch_code_file(path);
 }
 
-void zygote_python_park(uint64_t own_sigs)
+void zygote_python_park(uint64_t own_sigs, const struct zygote_mode *mode)
 {
     parked.python_warm = 1;
+    parked.mode = mode;
     interpreter_sigs = own_sigs;
     dl_iterate_phdr(find_pool, NULL);
     task = zygote_park();
@@ -86,8 +88,6 @@ void zygote_python_park(uint64_t own_sigs)
  * the signal module's table say SIG_IGN too. */
 void zygote_python_task_signals(uint64_t sigign)
 {
-    if (!parked.python_warm)
-        return;
     task_sigign = sigign;
     for (int sig = 1; sig <= 64; sig++) {
         uint64_t bit = UINT64_C(1) << (sig - 1);
@@ -221,27 +221,10 @@ EXPORT int pspawn_python_size_pools(void)
 
 /* ---- between steps ------------------------------------------------------ */
 
-int zygote_python_between_steps(void)
+void zygote_python_record_again(uint64_t own_sigs)
 {
-    if (!parked.python_warm)
-        return 0;
-    /* The imports see what they saw at the start: the zygote's working
-     * directory (a parked zygote holds none, park.c). */
-    if (parked.cwd_released && chdir(parked.cwd) != 0)
-        return 0;
-    unsigned long long own = interpreter_sigs;
-    int n = zygote_python_refresh(&own);
-    if (parked.cwd_released && chdir("/") != 0)
-        return -1;
-    if (n <= 0)
-        return 0;
-    if (zygote_thread_count() != 1)
-        return -1;
-    interpreter_sigs = own;
+    interpreter_sigs = own_sigs;
     zygote_record_handlers();
     npools = 0;
     dl_iterate_phdr(find_pool, NULL);
-    zygote_libraries_watch();
-    fflush(NULL);
-    return n;
 }

@@ -2,7 +2,7 @@
 /*
  * The zygote's life around its requests: who started it (watched from the
  * proxy's constructor on), the wait for work (and for a change on disk of
- * what it loaded, watch.c), its exit; and direct mode, where
+ * what it loaded, watch.c); and direct mode, where
  * the launcher asked for its tasks itself.  Each is a clone(CLONE_PARENT)
  * of this zygote (the root or a sub-zygote, itself the launcher's child),
  * so the launcher's own child.  The kernel writes its pid into the
@@ -120,25 +120,6 @@ static enum origin origin_of(pid_t starter, int sock, const char *exec)
     return INHERITED;
 }
 
-/* Our own fds go high, out of the way of the numbers the program's later
- * constructors would get after an exec (the launcher puts our channels
- * just below the limit). */
-int zygote_move_high(int fd)
-{
-    struct rlimit rl;
-    long top = 1024;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-        (long)rl.rlim_cur < top)
-        top = (long)rl.rlim_cur;
-    if (fd < 0 || top <= 32)
-        return fd;
-    int high = fcntl(fd, F_DUPFD_CLOEXEC, (int)(top - 32));
-    if (high < 0)
-        return fd;
-    close(fd);
-    return high;
-}
-
 /* Watch the process that started us from now on.  The pidfd is opened
  * before getppid() is asked: a parent that is still ours then is the
  * process the pidfd refers to, not a later one with its pid.
@@ -207,32 +188,6 @@ int zygote_wait(int sock, int extra, int timeout_ms)
         if (p[0].revents)
             return 0;
     }
-}
-
-void zygote_exit(int code)
-{
-    if (parked.replica)
-        pspawn_replica_remove(parked.replica);
-    _exit(code);
-}
-
-void zygote_say(const char *fmt, ...)
-{
-    if (!pspawn_debug_wanted())
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    pspawn_vsay_line("libpspawn zygote", fmt, ap);
-    va_end(ap);
-}
-
-void zygote_exit_stale(const char *library)
-{
-    /* In a group of our own, a write to a terminal with tostop set would
-     * stop us. */
-    signal(SIGTTOU, SIG_IGN);
-    zygote_say("%s was replaced on disk: exiting (its tasks are exec'd from now on)", library);
-    zygote_exit(ZYGOTE_EXIT_STALE);
 }
 
 /* Clone the request's tasks.  Returns 1 in a task (with *ts filled), 0 in
@@ -315,54 +270,4 @@ struct task_start zygote_serve(void)
         if (parked.pip)
             close(go_fd);
     }
-}
-
-/* dl_iterate_phdr: one more object, unless it is this proxy (the one
- * whose loaded segments hold this very function). */
-static int count_object(struct dl_phdr_info *info, size_t size, void *data)
-{
-    (void)size;
-    uintptr_t here = (uintptr_t)count_object;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        uintptr_t at = (uintptr_t)info->dlpi_addr + (uintptr_t)ph->p_vaddr;
-        if (ph->p_type == PT_LOAD && here >= at && here - at < ph->p_memsz)
-            return 0;
-    }
-    ++*(int *)data;
-    return 0;
-}
-
-int zygote_objects(void)
-{
-    int objects = 0;
-    dl_iterate_phdr(count_object, &objects);
-    return objects;
-}
-
-char *zygote_hello(size_t *len)
-{
-    int objects = zygote_objects();
-    struct standin_reply h = { PSPAWN_MAGIC, STANDIN_HELLO, (int32_t)getpid(),
-                               (int32_t)((parked.python_warm ? HELLO_PYTHON : 0) |
-                                         (parked.pip ? HELLO_PIP : 0) | HELLO_OBJECTS(objects)) };
-    size_t at = sizeof h;
-    char *hello = malloc(HELLO_MAX);
-    if (!hello)
-        return NULL;
-    for (char **e = parked.exec_env; e && *e; e++) {
-        size_t n = strlen(*e) + 1;
-        if (strncmp(*e, "PSPAWN_ZYGOTE_", 14) == 0)
-            continue;
-        if (at + n > HELLO_MAX) {
-            h.status |= HELLO_NO_ENV;
-            at = sizeof h;
-            break;
-        }
-        memcpy(hello + at, *e, n);
-        at += n;
-    }
-    memcpy(hello, &h, sizeof h);
-    *len = at;
-    return hello;
 }

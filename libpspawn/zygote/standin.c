@@ -444,12 +444,13 @@ static int start_serving(void)
 }
 
 /* A zygote that serves more than one step (a job's, an interception
- * scope's), idle once it has served some: a warm Python one imports what
- * their tasks learned since (python.c), and its forked sub-zygotes are
- * made again from it.  1 in a new sub-zygote. */
+ * scope's), idle once it has served some: one parked inside a runtime
+ * loads what their tasks learned since (its mode's hook: a warm Python
+ * one imports, python-embed.c), and its forked sub-zygotes are made again
+ * from it.  1 in a new sub-zygote. */
 static int between_steps(void)
 {
-    int n = zygote_python_between_steps();
+    int n = parked.mode && parked.mode->between_steps ? parked.mode->between_steps() : 0;
     if (n < 0) {
         zygote_say("a thread was left after importing between steps: it ends");
         standin.terminated = 1;     /* it drains */
@@ -539,7 +540,7 @@ struct task_start zygote_serve_standin(void)
                 draining = 1;
                 wait_ms = -1;
             } else if (wait_ms > 0 && served != looked_at && parked.idle_ms > 0 &&
-                       parked.python_warm) {
+                       parked.mode) {
                 looked_at = served;
                 if (between_steps())
                     return zygote_serve_standin();

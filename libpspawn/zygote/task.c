@@ -121,7 +121,8 @@ pid_t zygote_clone(unsigned long extra, int *parent_tid)
         return -1;
     }
     zygote_settle_pages();
-    zygote_python_before_fork();
+    if (parked.mode)
+        parked.mode->before_fork();
     if (parked.task_cgroup >= 0 && (extra & CLONE_PARENT)) {
         /* subzygote=cgroup: our tasks belong in the launcher's cgroup, not
          * in our group's; a task made there never runs anywhere else.
@@ -138,8 +139,8 @@ pid_t zygote_clone(unsigned long extra, int *parent_tid)
     }
     if (pid == 0 && parked.robust_head)
         syscall(SYS_set_robust_list, parked.robust_head, parked.robust_len);
-    if (pid != 0)
-        zygote_python_after_fork_parent();
+    if (pid != 0 && parked.mode)
+        parked.mode->after_fork_parent();
     return pid;
 }
 
@@ -254,8 +255,8 @@ void zygote_task_begin(char *base, size_t size, struct wire_go *go, uint32_t id,
         err = build_args(base, t, ts, arg_start);
     if (!err)
         err = pspawn_child_setup(s);
-    if (!err && !parked.pip)
-        zygote_python_task_signals(w->sigign);
+    if (!err && !parked.pip && parked.mode)
+        parked.mode->task_signals(w->sigign);
     int report_fd = fds[nfds];
     if (standin) {
         /* Our stand-in has our pid (from the zygote, or from the go

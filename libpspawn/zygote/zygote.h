@@ -134,8 +134,28 @@ struct parked {
     int pip_wanted;             /* PSPAWN_ENV_PIP: mode=pip asked */
     int pip;                    /* mode=pip: tasks are PiP tasks (pip.c) */
     int pip_refusal;            /* mode=pip asked, refused: enum pip_refusal */
+    /* Parked inside a runtime (a warm interpreter): its hooks; else NULL. */
+    const struct zygote_mode *mode;
 };
 extern struct parked parked;
+
+/* What a mode that parks inside a runtime it started (a Python
+ * interpreter: python-embed.c) plugs into the park.  The park and its
+ * serving call these, never the mode's files by name: the mode calls the
+ * park (zygote_park), not the other way round. */
+struct zygote_mode {
+    /* Around each clone: what the runtime's own fork does. */
+    void (*before_fork)(void);
+    void (*after_fork_parent)(void);
+    /* In a task, before its release (async-signal-safe): SIGIGN, the
+     * signals its caller ignores (the request's). */
+    void (*task_signals)(uint64_t sigign);
+    /* A zygote that serves more than one step, idle between them: what
+     * its tasks learned since, loaded, and what the park recorded of the
+     * process recorded again.  How many; -1 when it can no longer fork
+     * (a thread was left). */
+    int (*between_steps)(void);
+};
 
 /* What a released task returns into main() with. */
 struct task_start {
@@ -144,15 +164,36 @@ struct task_start {
     char **envp;
 };
 
-/* park.c */
+/* park.c: check that the zygote may park here, record the state it
+ * parked in, and serve: returns only in a new task, with its main()'s
+ * arguments. */
+struct task_start zygote_park(void);
+
+/* parked.c: the state, and what every part uses to speak and to end. */
 /* 0, or -1 when it could not be sent (whoever started us is gone). */
 int zygote_send_ready(int sock, int status, int detail);
-/* Check that the zygote may park here, record the state it parked in, and
- * serve: returns only in a new task, with its main()'s arguments. */
-struct task_start zygote_park(void);
+/* In a task: the alarm and interval timers recorded at the park. */
 void zygote_rearm_itimers(void);
 /* Add to parked.ctor_sigs the signals that have a handler now. */
 void zygote_record_handlers(void);
+/* FD moved up, out of the way of the fds a program's constructors get
+ * (just below the fd limit, CLOEXEC); FD itself if it cannot be. */
+int zygote_move_high(int fd);
+/* Remove our replicas, if any; then _exit(CODE). */
+void zygote_exit(int code) __attribute__((noreturn));
+/* A line on stderr under PSPAWN_DEBUG. */
+void zygote_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Exit with ZYGOTE_EXIT_STALE, saying why under PSPAWN_DEBUG. */
+void zygote_exit_stale(const char *library) __attribute__((noreturn));
+/* A stand-in zygote's hello (a standin_reply, then its exec-time
+ * environment, "K=V\0" each, PSPAWN_ZYGOTE_* left out: the token among
+ * them), malloc'd, its size in *LEN; NULL without memory. */
+char *zygote_hello(size_t *len);
+/* The objects in our link map (the program, its libraries, the loader,
+ * the vDSO, what a preload loaded), the proxy left out: what a launcher
+ * learns the program's start to cost (protocol.h, HELLO_OBJECTS; in the
+ * hello and in zygote_ready). */
+int zygote_objects(void);
 
 /* selfcheck.c */
 /* Exit, after a ready message that says why (if parked.sock is open),
@@ -179,15 +220,10 @@ int zygote_is_channel(int fd, int sock, pid_t parent);
 /* Once parked: stop watching a stand-in starter (a stand-in zygote
  * outlives it), watch our root (a sub-zygote). */
 void zygote_watch(void);
-/* FD moved up, out of the way of the fds a program's constructors get
- * (just below the fd limit, CLOEXEC); FD itself if it cannot be. */
-int zygote_move_high(int fd);
 /* Wait until SOCK is readable; exits when the launcher or the root is
  * gone.  EXTRA (or -1) is another fd to wait for: returns 1 when it is
  * readable, 0 when SOCK is.  TIMEOUT_MS < 0: no timeout; -1 on timeout. */
 int zygote_wait(int sock, int extra, int timeout_ms);
-/* Remove our replicas, if any; then _exit(CODE). */
-void zygote_exit(int code) __attribute__((noreturn));
 /* At the park (the root): record and watch the objects we have mapped,
  * and the code files named before it (watch.c); called again, what was
  * mapped or named since. */
@@ -205,10 +241,6 @@ const char *zygote_libraries_stale(int thorough);
 #ifndef ZYGOTE_EXIT_STALE
 #define ZYGOTE_EXIT_STALE 75
 #endif
-/* A line on stderr under PSPAWN_DEBUG (serve.c). */
-void zygote_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Exit with ZYGOTE_EXIT_STALE, saying why under PSPAWN_DEBUG. */
-void zygote_exit_stale(const char *library) __attribute__((noreturn));
 
 /* task.c */
 /* Record the small text mappings each task maps at once (the text
@@ -302,10 +334,21 @@ void zygote_drop_request(void *base, size_t size, struct wire_go *go, int *fds, 
 /* serve.c: direct mode, until the launcher hangs up (then exits). */
 struct task_start zygote_serve(void);
 
-/* fanout.c */
+/* group.c */
 /* Serve the group in WG ourselves: bind to its CPUs, take memory from its
  * node, move the private pages we own there, as the parked state says. */
 void zygote_become_group(const struct wire_group *wg);
+/* Whether CPUS (PSPAWN_CPUSET_BYTES) names any CPU. */
+int zygote_any_cpu(const unsigned char *cpus);
+/* A forked sub-zygote moves the pages its maker left it (those the maker
+ * wrote after the fork) to its node, once, before its first task. */
+void zygote_settle_pages(void);
+/* A forked sub-zygote of NODE: settle its pages before its first task. */
+void zygote_settle_pages_later(int node);
+/* ON: the clones that follow are sub-zygotes, not tasks (no settling). */
+void zygote_making_subs(int on);
+
+/* fanout.c */
 /* Make the sub-zygotes a fan-out message lists for us (FDS: the sockets
  * and cgroups it passed, which are closed here).  Returns 1 in a forked
  * sub-zygote, which then serves on parked.sock, 0 here.  STANDIN: our
@@ -313,9 +356,6 @@ void zygote_become_group(const struct wire_group *wg);
 int zygote_fanout(char *base, size_t size, int *fds, int nfds, int standin);
 /* The group a task bound to CPUS goes to among the stand-in root's. */
 int zygote_group_of(const unsigned char *cpus);
-/* A forked sub-zygote moves the pages its maker left it (those the maker
- * wrote after the fork) to its node, once, before its first task. */
-void zygote_settle_pages(void);
 
 
 /* preload.c: dlopen, before parking, what the program's tasks loaded
@@ -351,10 +391,10 @@ int zygote_python_detect(void);
 int zygote_python_main(int argc, char **argv, char **envp) __attribute__((noreturn));
 /* python.c: the interpreter's fork hooks, found; the park inside it
  * (OWN_SIGS: the signals whose Python handler is still the one the
- * interpreter set up at its start), which returns in each task once the
- * interpreter's fork hooks have run there. */
+ * interpreter set up at its start; MODE: the hooks the park calls), which
+ * returns in each task once the interpreter's fork hooks have run there. */
 void zygote_python_find_fork_hooks(void);
-void zygote_python_park(uint64_t own_sigs);
+void zygote_python_park(uint64_t own_sigs, const struct zygote_mode *mode);
 /* Around each clone of a warm interpreter: what os.fork does (the child's
  * part runs once the task is released, in zygote_python_park). */
 void zygote_python_before_fork(void);
@@ -362,25 +402,13 @@ void zygote_python_after_fork_parent(void);
 /* In a warm interpreter's task, before its release: it ignores what its
  * caller ignores (SIGIGN: the request's), as an exec'd interpreter does. */
 void zygote_python_task_signals(uint64_t sigign);
-/* A zygote that serves more than one step, idle between them: the
- * modules its tasks learned since, imported (the bootstrap's refresh,
- * python-embed.c, which says how many and sets *OWN_SIGS), and what the
- * park recorded of the process recorded again for them.  How many; -1
- * when it can no longer fork (a module left a thread). */
-int zygote_python_between_steps(void);
-int zygote_python_refresh(unsigned long long *own_sigs);
+/* Between steps, once the bootstrap imported more (python-embed.c): what
+ * the park recorded of the process, recorded again (OWN_SIGS as the
+ * bootstrap gives them). */
+void zygote_python_record_again(uint64_t own_sigs);
 
 /* standin.c: stand-in mode (exits when the node's tasks are served). */
 struct task_start zygote_serve_standin(void);
 
-/* serve.c: a stand-in zygote's hello (a standin_reply, then its exec-time
- * environment, "K=V\0" each, PSPAWN_ZYGOTE_* left out: the token among
- * them), malloc'd, its size in *LEN; NULL without memory. */
-char *zygote_hello(size_t *len);
-/* The objects in our link map (the program, its libraries, the loader,
- * the vDSO, what a preload loaded), the proxy left out: what a launcher
- * learns the program's start to cost (protocol.h, HELLO_OBJECTS; in the
- * hello and in zygote_ready). */
-int zygote_objects(void);
 
 #endif
