@@ -6,7 +6,7 @@
  * tasks/s at C cores from those costs.  Two cores cannot show a many-core
  * speed-up in wall time; what each process spends per task can.
  *
- *   fanbench [-n N] [-r R] [-C 16,64,128,192] [-g G] [-o OPTIONS]... -- PROG [ARGS]
+ *   fanbench [-n N] [-r R] [-C 16,64,128,192] [-g G] [-c PSPAWN] [-P] [-o OPTIONS]... -- PROG [ARGS]
  *
  * Each variant (posix_spawn, then each -o OPTIONS, default fanout=none
  * and fanout=core with each kind of sub-zygote) launches N tasks of PROG
@@ -21,6 +21,15 @@
  * /proc/PID/schedstat (time on a CPU, ns), the tasks' from
  * getrusage(RUSAGE_CHILDREN) (they are reaped, the zygotes not yet).
  * Context creation is not in the per-task figures (printed apart).
+ *
+ * -P leaves posix_spawn out (and so the model, which needs it): for
+ * comparing launchers' own costs quickly.
+ *
+ * With -c PSPAWN, the pspawn command too, as the launcher (`PSPAWN
+ * --fanout=core -n N PROG ARGS`, at 2 cores, once per repeat): its own
+ * CPU from /proc/PID/schedstat once it has exited and before it is
+ * reaped (its zygotes and tasks are its children, reaped by it), the
+ * total from getrusage(RUSAGE_CHILDREN).
  *
  * Each run's progress line (stderr) gives each zygote's CPU per task it
  * served, the root first.
@@ -156,6 +165,48 @@ static int run_pspawn(const char *path, char **argv, const char *options, int n,
     return bad;
 }
 
+/* The pspawn command CMD launching N tasks of PATH (TARGV: its argv) with
+ * fan-out, as a launcher: its own CPU (schedstat, read while it is a
+ * zombie: final, and not yet added to ours), and the rest, its zygotes'
+ * and tasks', which it reaped.  The number of failures (its exit code). */
+static int run_command(const char *cmd, const char *path, char **targv, int n, struct sample *s)
+{
+    int argc = 0;
+    while (targv[argc])
+        argc++;
+    char count[16];
+    snprintf(count, sizeof count, "%d", n);
+    char **argv = calloc((size_t)argc + 5, sizeof *argv);
+    if (!argv)
+        return n;
+    argv[0] = (char *)cmd, argv[1] = "--fanout=core", argv[2] = "-n", argv[3] = count;
+    argv[4] = (char *)path;
+    for (int i = 1; i < argc; i++)
+        argv[4 + i] = targv[i];
+    double c0 = rusage_ms(RUSAGE_CHILDREN), t0 = now_ms();
+    pid_t pid;
+    int err = posix_spawn(&pid, cmd, NULL, NULL, argv, environ);
+    free(argv);
+    if (err) {
+        fprintf(stderr, "fanbench: %s: %s\n", cmd, strerror(err));
+        return n;
+    }
+    siginfo_t si;
+    while (waitid(P_PID, pid, &si, WEXITED | WNOWAIT) < 0 && errno == EINTR)
+        ;
+    double own = cpu_ms(pid);
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    s->wall = (now_ms() - t0) / n;
+    s->launcher = own / n;
+    s->zyg_total = 0;
+    s->tasks = (rusage_ms(RUSAGE_CHILDREN) - c0 - own) / n;
+    fprintf(stderr, "fanbench: %s --fanout=core: wall %.3f launcher %.4f rest %.3f ms/task\n",
+            cmd, s->wall, s->launcher, s->tasks);
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : n;
+}
+
 /* fanout=core on one core: a fake topology of two cores, so that it keeps
  * two zygotes (not bound: the fake CPUs are not this machine's), numbered
  * away from CPU 0, so that tasks bound to CPU 0 fall in neither group and
@@ -196,13 +247,16 @@ static double project(const char *options, double total, double serial, double l
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: fanbench [-n N] [-r R] [-C C1,C2...] [-g G] [-R] [-o OPTIONS]... "
-                    "-- PROG [ARGS]\n");
+    fprintf(stderr, "usage: fanbench [-n N] [-r R] [-C C1,C2...] [-g G] [-R] [-c PSPAWN] "
+                    "[-P] [-o OPTIONS]... -- PROG [ARGS]\n");
     exit(2);
 }
 
 struct bench {
     int n, reps, csv, group, nv, ncores, cores[8];
+    const char *command;            /* -c: the pspawn command, or NULL */
+    int no_exec;                    /* -P: posix_spawn (v[0]) not run */
+    struct sample cmd[MAXR];        /* its runs */
     struct variant *v;
     /* Medians per variant: total at 1 core, serial and launcher at 2. */
     double tot1[MAXV], ser[MAXV], lau[MAXV], single_busiest;
@@ -215,8 +269,10 @@ static int parse_args(int argc, char **argv, struct bench *b)
     b->v = calloc(MAXV, sizeof *b->v);
     b->v[b->nv++].name = "posix_spawn";
     int opt;
-    while ((opt = getopt(argc, argv, "+n:r:C:g:Ro:")) != -1) {
+    while ((opt = getopt(argc, argv, "+n:r:C:g:Rc:Po:")) != -1) {
         switch (opt) {
+        case 'P': b->no_exec = 1; break;
+        case 'c': b->command = optarg; break;
         case 'n': b->n = atoi(optarg); break;
         case 'r': b->reps = atoi(optarg); break;
         case 'g': b->group = atoi(optarg); break;
@@ -258,6 +314,8 @@ static int run_variant(const struct bench *b, struct variant *x, int r, int c, c
                        char **targv, pid_t *pids)
 {
     struct sample *s = &x->s[c][r];
+    if (!x->options && b->no_exec)
+        return 0;
     one_core(c == 1, x->options);
     int bad = x->options ? run_pspawn(path, targv, x->options, b->n, pids, s)
                          : run_exec(path, targv, b->n, pids, s);
@@ -310,22 +368,45 @@ static void print_medians_of(struct bench *b, int k, int c)
     }
 }
 
+/* The targets at 2 cores: each zygote variant's launcher against its
+ * total; with fanout=none among them (SINGLE >= 0), fan-out against it. */
 static void print_targets(const struct bench *b, int single)
 {
     const struct variant *v = b->v;
     const int reps = b->reps;
-    printf("\nTargets at 2 cores (D = 2 with fanout=core), against fanout=none:\n");
+    printf("\nTargets at 2 cores (D = 2 with fanout=core)%s:\n",
+           single >= 0 ? ", against fanout=none" : "");
     for (int k = 0; k < b->nv; k++) {
-        if (!v[k].options || k == single)
+        if (!v[k].options)
             continue;
-        double busiest = median(v[k].s[0], reps, offsetof(struct sample, busiest));
-        double wall = median(v[k].s[0], reps, offsetof(struct sample, wall));
-        double wall1 = median(v[single].s[0], reps, offsetof(struct sample, wall));
-        printf("  %-34s busiest/(single/2) %.2f (<= 1.2)  launcher/(total/128) %.2f (<= 1)  "
-               "total/single %.2f (<= 1.1)  wall/single %.2f (<= 1.05)\n", v[k].name,
-               busiest / (b->single_busiest / 2), b->lau[k] / (b->tot1[k] / 128),
-               b->tot1[k] / b->tot1[single], wall / wall1);
+        double t[MAXR];
+        for (int r = 0; r < reps; r++)
+            t[r] = v[k].s[0][r].launcher + v[k].s[0][r].zyg_total + v[k].s[0][r].tasks;
+        qsort(t, (size_t)reps, sizeof t[0], cmp);
+        double total2 = reps % 2 ? t[reps / 2] : (t[reps / 2 - 1] + t[reps / 2]) / 2;
+        printf("  %-34s launcher/(total/256) %.2f (<= 1)", v[k].name, b->lau[k] / (total2 / 256));
+        if (single >= 0 && k != single) {
+            double busiest = median(v[k].s[0], reps, offsetof(struct sample, busiest));
+            double wall = median(v[k].s[0], reps, offsetof(struct sample, wall));
+            double wall1 = median(v[single].s[0], reps, offsetof(struct sample, wall));
+            printf("  busiest/(single/2) %.2f (<= 1.2)  total/single %.2f (<= 1.1)  "
+                   "wall/single %.2f (<= 1.05)", busiest / (b->single_busiest / 2),
+                   b->tot1[k] / b->tot1[single], wall / wall1);
+        }
+        printf("\n");
     }
+}
+
+/* The pspawn command's medians (-c). */
+static void print_command(const struct bench *b)
+{
+    double l = median(b->cmd, b->reps, offsetof(struct sample, launcher));
+    double rest = median(b->cmd, b->reps, offsetof(struct sample, tasks));
+    double wall = median(b->cmd, b->reps, offsetof(struct sample, wall));
+    printf("\nThe pspawn command, --fanout=core, 2 cores (ms per task, medians of %d):\n"
+           "  launcher %.4f  zygotes and tasks %.3f  total %.3f  wall %.3f  "
+           "launcher/(total/256) %.2f (<= 1)\n", b->reps, l, rest, l + rest, wall,
+           l / ((l + rest) / 256));
 }
 
 static void print_model(const struct bench *b, int single)
@@ -370,27 +451,29 @@ int main(int argc, char **argv)
     int bad = 0;
     if (b.csv)
         printf("variant,cores,repeat,wall,create,launcher,busiest,serial,zygotes,tasks,total\n");
-    for (int r = 0; r < b.reps; r++)
+    for (int r = 0; r < b.reps; r++) {
         for (int c = 0; c < 2; c++)
             for (int k = 0; k < b.nv; k++)
                 /* Rotated, so that no variant always follows the same one. */
                 bad += run_variant(&b, &b.v[(k + r) % b.nv], r, c, path, targv, pids);
+        if (b.command)
+            bad += run_command(b.command, path, targv, b.n, &b.cmd[r]);
+    }
     /* Medians, and the model. */
     printf("\n%-34s %7s %8s %9s %8s %8s %8s %8s %8s\n", "variant (ms per task)", "zygotes",
            "create", "launcher", "busiest", "serial", "tasks", "total", "wall");
-    for (int k = 0; k < b.nv; k++)
+    for (int k = b.no_exec ? 1 : 0; k < b.nv; k++)
         for (int c = 0; c < 2; c++)
             print_medians_of(&b, k, c);
     int single = -1;
     for (int k = 0; k < b.nv; k++)
         if (b.v[k].options && strstr(b.v[k].options, "fanout=none"))
             single = k;
-    if (single < 0) {
-        free(pids);
-        return bad ? 1 : 0;
-    }
     print_targets(&b, single);
-    print_model(&b, single);
+    if (b.command)
+        print_command(&b);
+    if (single >= 0 && !b.no_exec)
+        print_model(&b, single);
     free(pids);
     return bad ? 1 : 0;
 }

@@ -41,7 +41,7 @@ bench_forkcost_SOURCES = bench/forkcost.c
 bench_forkcost_LDADD = -ldl
 EXTRA_DIST += bench/genlibs.py bench/faults.py bench/README.md bench/suite bench/suite.py bench/intercept.sh \
 	bench/plots.py bench/genpymods.py bench/pywarm.py bench/mpi-phases.py bench/priority \
-	bench/device-fanout bench/overhead bench/noharm
+	bench/device-fanout bench/overhead bench/noharm bench/concurrency-model.py
 # Process-in-Process: PiP tasks (pspawn mode=pip) against pthreads and
 # processes, page tables, context switches, spawn (bench/pip runs it).
 noinst_PROGRAMS += bench/pipbench
