@@ -389,7 +389,8 @@ static int park_main(int argc, char **argv, char **envp)
     if (zygote_starter_gone())
         zygote_exit(0);
     zygote_preload();
-    /* A Python interpreter parks later, inside itself (python.c). */
+    /* A Python interpreter parks later, inside itself (python-embed.c,
+     * python.c). */
     if (parked.python && zygote_python_detect())
         return zygote_python_main(argc, argv, envp);
     struct task_start ts = zygote_park();

@@ -124,7 +124,7 @@ static struct watched_lib *append_lib(const char *name)
 }
 
 /* Set once the park has recorded what was loaded then: a zygote that
- * imports more between steps (python.c) adds what it loaded since. */
+ * imports more between steps (python-embed.c) adds what it loaded since. */
 static int parked_once;
 
 static int add_lib(struct dl_phdr_info *info, size_t size, void *data)

@@ -6,8 +6,14 @@
  * placement come from the launcher as plain masks and are applied with
  * system calls.
  *
- *   park.c     the constructor, the __libc_start_main wrapper, and the
- *              state recorded when the program parks before main
+ *   start.c    the one entry: the constructor, the __libc_start_main
+ *              wrapper, and park_main, which parks or hands over to a
+ *              mode that parks inside the runtime it starts
+ *   park.c     the park: the state the program reached, recorded, and
+ *              the serving started
+ *   parked.c   the state (parked), and what every file uses to speak and
+ *              to end (debug lines, ready message, hello, exit)
+ *   group.c    a zygote becoming its group's: CPUs, NUMA node, pages
  *   selfcheck.c
  *              what a zygote checks of itself at the park: no other
  *              thread, no POSIX timer, not too many constructor fds
@@ -16,9 +22,16 @@
  *   parse.c    reading a request off the wire into the setup every task
  *              of it starts from
  *   serve.c    the zygote's life (who started it, its libraries on disk,
- *              waiting, exit), and direct mode: clone the launcher's
- *              tasks as its children
+ *              waiting), and direct mode: clone the launcher's tasks as
+ *              its children
+ *   python.c, python-embed.c
+ *              the warm Python mode: the interpreter started from C, its
+ *              hooks plugged into the park (struct zygote_mode)
  *   fanout.c   sub-zygotes: one fork-serving process per group of CPUs
+ *
+ * Their calls go one way (tests/unit/call-cycles.sh): start -> the mode
+ * -> park -> serving (serve, standin) -> task, parse, fanout -> group,
+ * watch -> parked; the park calls a mode only through its hooks.
  *   standin.c  stand-in mode: fork tasks for stand-ins that connect
  *   preload.c  learned preloads: what tasks dlopen'ed, loaded before the park
  *   bind.c     which of them the zygote may bind now, as a task binds lazily
