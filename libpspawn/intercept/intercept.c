@@ -116,25 +116,6 @@ static void copy_in(char *dst, size_t len, const char *src)
     dst[n] = '\0';
 }
 
-void intercept_say(const char *fmt, ...)
-{
-    if (!cfg.debug)
-        return;
-    char buf[PATH_MAX + 128];
-    int n = snprintf(buf, sizeof buf, "pspawn-intercept[%d]: ", (int)getpid());
-    va_list ap;
-    va_start(ap, fmt);
-    int k = vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
-    va_end(ap);
-    size_t len = (size_t)n + (k > 0 ? (size_t)k : 0);
-    if (len > sizeof buf - 2)
-        len = sizeof buf - 2;   /* cut short */
-    buf[len++] = '\n';
-    if (write(2, buf, len) < 0) {
-        /* nowhere to say it */
-    }
-}
-
 static void debug_line(const char *what, const char *path)
 {
     intercept_say("%s %s", what, path);
@@ -557,6 +538,7 @@ __attribute__((constructor)) static void intercept_init(void)
     cfg.posix_spawnp = (spawn_fn)intercept_next("posix_spawnp");
     cfg.kill = (kill_fn)intercept_next("kill");
     cfg.debug = pspawn_debug_wanted();
+    intercept_say_on(cfg.debug);
     if (env_off(ROUTE_ENV_OFF))
         return;
     const char *standin = getenv(ROUTE_ENV_STANDIN);

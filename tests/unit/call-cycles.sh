@@ -18,7 +18,7 @@ finder=$TESTS_SRCDIR/../unit/call-cycles.py
 # The circles of today, one per line, files sorted (call-cycles.py's form).
 known_launcher=""
 known_zygote=""
-known_intercept="intercept predict"
+known_intercept=""
 known_spank="pspawn_slurmstepd pspawn_spank pspawn_srun"
 known_wire=""
 
