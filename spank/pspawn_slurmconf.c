@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* What slurmstepd knows of the site's Slurm configuration that SPANK does
- * not show, read for the shim (pspawn_spank.h). */
+/* The site's configuration as the plugin sees it: plugstack.conf's
+ * arguments (pspawn_config, parsed by slurm_spank_init and read by every
+ * part of the plugin), and what slurmstepd knows of Slurm's own that SPANK
+ * does not show, read for the shim (pspawn_spank.h). */
 #include "config.h"
 
 #include <dlfcn.h>
@@ -13,6 +15,10 @@
 #include "pspawn_spank.h"
 /* After spank.h, for slurm_conf_t. */
 #include <slurm/slurm.h>
+
+/* Here, not in pspawn_spank.c whose entry points fill it in: the parts
+ * they call read it, and call nothing back. */
+struct pspawn_config pspawn_config;
 
 /*
  * ProctrackType, which the shim needs for signals=auto.  SPANK has no item

@@ -24,8 +24,6 @@
 
 SPANK_PLUGIN(pspawn, 1);
 
-struct pspawn_config pspawn_config;
-
 #ifdef HAVE_SPANK_INIT_FAILURE_MODE
 /* Slurm >= 25.05: how a failed slurm_spank_init of a `required` plugin is
  * taken.  Ours fails only for a plugstack.conf argument it cannot parse or
